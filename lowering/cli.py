@@ -1,0 +1,95 @@
+"""`dprintf`: the command line of SPEC section 8. Parses arguments and dispatches to `commands`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from metadata.errors import DprintfError
+
+from .commands import EXIT_BAD_INPUT, error
+
+DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
+DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dprintf", description="Debug printf and shader abort for GPU compilers.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    lower = commands.add_parser("lower", help="lower printf and abort calls; print the lowered IR")
+    lower.add_argument("inputs", nargs="+", metavar="IN.ll", help="textual LLVM IR ('-' reads stdin)")
+    lower.add_argument("-o", "--output", metavar="OUT.ll", help="output file (stdout by default)")
+    lower.add_argument("--target", choices=("cpu", "amdpal", "nvptx"), default="cpu")
+
+    compile_ = commands.add_parser("compile", help="lower and compile to an ELF object with the table in a note")
+    compile_.add_argument("inputs", nargs="+", metavar="IN.ll")
+    compile_.add_argument("-o", "--output", metavar="OUT", required=True)
+    compile_.add_argument("--target", choices=("amdpal", "cpu"), default="amdpal")
+    compile_.add_argument("--mcpu", metavar="NAME", help="target processor (gfx1100 for amdpal, the host for cpu)")
+
+    inspect = commands.add_parser("inspect", help="print the format-string table of an ELF")
+    inspect.add_argument("file", metavar="FILE")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of YAML-like text")
+
+    run = commands.add_parser("run", help="lower, run on a device, decode the buffers")
+    run.add_argument("input", metavar="IN.ll")
+    run.add_argument("--entry", default="main", help="entry function (default: main)")
+    run.add_argument("--invocations", type=_positive, default=1, metavar="N")
+    run.add_argument("--threads", type=_positive, default=1, metavar="T")
+    run.add_argument(
+        "--buffer-size",
+        type=_positive,
+        default=DEFAULT_PRINTF_BUFFER_BYTES,
+        metavar="BYTES",
+        help=f"whole printf buffer, header included (default: {DEFAULT_PRINTF_BUFFER_BYTES})",
+    )
+    run.add_argument(
+        "--abort-buffer-size",
+        type=_positive,
+        default=DEFAULT_ABORT_BUFFER_BYTES,
+        metavar="BYTES",
+        help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
+    )
+    run.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
+    run.add_argument("--json", action="store_true")
+
+    decode = commands.add_parser("decode", help="decode raw buffer dumps")
+    decode.add_argument("buffer", metavar="BUFFER", help="printf buffer dump ('-' reads stdin)")
+    decode.add_argument("--abort-buffer", metavar="FILE", help="abort buffer dump")
+    decode.add_argument("--elf", action="append", required=True, metavar="FILE", help="ELF with a table (repeatable)")
+    decode.add_argument("--capacity", type=int, metavar="DWORDS", help="capacity in dwords (default: reserved0)")
+    decode.add_argument("--json", action="store_true")
+
+    link = commands.add_parser("link", help="one ELF whose table is the union of the inputs'")
+    link.add_argument("inputs", nargs="+", metavar="IN.elf")
+    link.add_argument("-o", "--output", metavar="OUT.elf", required=True)
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not positive")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = importlib.import_module(f"lowering.commands.{args.command}_command")
+    try:
+        return command.run(args)
+    except DprintfError as failure:
+        error(str(failure))
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        error("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The `dprintf` subcommands, one module each, and the conventions they share (SPEC section 8).
+
+Each module has `run(args) -> int`. Bad input raises a `DprintfError` (exit 1, `error: ...` on
+stderr, no traceback); an output file is written whole or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from metadata.errors import DprintfError
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 1
+EXIT_USAGE = 2
+EXIT_DEVICE_LOST = 3
+
+
+class InputError(DprintfError):
+    """A file that cannot be read, or another problem with the command's input."""
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+
+
+def read_bytes(path: str) -> bytes:
+    """The bytes of `path`, or of stdin for `-`; InputError naming the path when it cannot be read."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except OSError as failure:
+        raise InputError(f"cannot read {path}: {failure.strerror or failure}") from None
+
+
+def read_text(path: str) -> str:
+    data = read_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as failure:
+        raise InputError(f"{path} is not UTF-8 text: {failure}") from None
+
+
+def write_output(path: str | None, data: bytes | str) -> None:
+    """Write `data` to `path` whole or not at all (a temporary file renamed into place); stdout for None or `-`."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    if path is None or path == "-":
+        sys.stdout.buffer.write(payload)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    except OSError as failure:
+        raise InputError(f"cannot write {path}: {failure.strerror or failure}") from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(payload)
+        os.replace(temporary, target)
+    except OSError as failure:
+        Path(temporary).unlink(missing_ok=True)
+        raise InputError(f"cannot write {path}: {failure.strerror or failure}") from None

@@ -1,0 +1,173 @@
+"""The format-string grammar of SPEC section 3, parsed once and shared by both sides.
+
+A format string parses into pieces: literal text (with `%%` already turned into `%`) and
+`Conversion`s. The compiler checks each conversion against its argument (`FormatString.check`);
+the driver derives the argument layout from the conversions and the table's 64-bit mask
+(`FormatString.layout_for`). Formatting the values lives in `cformat`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from .errors import FormatStringError
+from .layout import FLOAT, INTEGER, VECTOR_WIDTHS, ArgType, Layout
+
+INTEGER_CONVERSIONS = "diouxXc"
+FLOAT_CONVERSIONS = "fFeEgGaA"
+SIGNED_CONVERSIONS = "di"
+INTEGER_LENGTHS = {"hh": 8, "h": 16, "": 32, "l": 64, "ll": 64}
+FLOAT_LENGTHS = ("", "l")
+
+_CONVERSION = re.compile(
+    r"%(?P<flags>[-+ #0]*)(?P<width>\d+)?(?:\.(?P<precision>\d*))?"
+    r"(?:v(?P<vector>\d+))?(?P<length>hh|h|ll|l)?(?P<conversion>[a-zA-Z%*])?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Conversion:
+    """One `%[flags][width][.precision][vN][length]conversion`, as written at `offset`."""
+
+    text: str
+    offset: int
+    flags: str
+    width: int | None
+    precision: int | None
+    vector: int
+    length: str
+    conversion: str
+
+    @property
+    def kind(self) -> str:
+        return INTEGER if self.conversion in INTEGER_CONVERSIONS else FLOAT
+
+    @property
+    def is_signed(self) -> bool:
+        return self.conversion in SIGNED_CONVERSIONS
+
+    @property
+    def value_bits(self) -> int:
+        """Bits of the C type the conversion reads an integer as (8 for `hh`, 64 for `l`...)."""
+        return INTEGER_LENGTHS[self.length] if self.kind == INTEGER else 64
+
+    def argument_type(self, is_64bit: bool) -> ArgType:
+        """The buffer type of the argument this conversion formats, given its 64-bit bit."""
+        return ArgType(self.kind, 64 if is_64bit else 32, self.vector)
+
+    def mismatch(self, arg: ArgType) -> str | None:
+        """Why `arg` cannot be formatted by this conversion, or None when it can."""
+        if self.vector != arg.vector:
+            wanted = f"a vector of {self.vector}" if self.vector else "a scalar"
+            return f"'{self.text}' takes {wanted}, not {arg.token}"
+        if self.kind != arg.kind:
+            wanted = "an integer" if self.kind == INTEGER else "a floating-point value"
+            return f"'{self.text}' takes {wanted}, not {arg.token}"
+        if self.kind == INTEGER and (self.value_bits == 64) != arg.is_64bit:
+            wanted = "a 64-bit integer" if self.value_bits == 64 else "an integer of at most 32 bits"
+            return f"'{self.text}' takes {wanted}, not {arg.token}"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class FormatString:
+    """A parsed format string: literal pieces and conversions in order."""
+
+    text: str
+    pieces: tuple[str | Conversion, ...]
+
+    @property
+    def conversions(self) -> tuple[Conversion, ...]:
+        return tuple(piece for piece in self.pieces if isinstance(piece, Conversion))
+
+    def check(self, layout: Layout) -> None:
+        """Raise FormatStringError unless the arguments of `layout` match the conversions."""
+        conversions = self.conversions
+        if len(conversions) != len(layout):
+            raise FormatStringError(
+                f"format string {self.text!r} has {len(conversions)} conversion(s) "
+                f"but {len(layout)} argument(s) are passed"
+            )
+        for index, (conversion, arg) in enumerate(zip(conversions, layout, strict=True)):
+            reason = conversion.mismatch(arg)
+            if reason is not None:
+                raise FormatStringError(f"argument {index + 1} of {self.text!r}: {reason}")
+
+    def layout_for(self, sixty_four_bit: list[int]) -> Layout:
+        """The argument layout implied by the conversions and a `.64bit_arguments` mask."""
+        return tuple(
+            conversion.argument_type(_mask_bit(sixty_four_bit, index))
+            for index, conversion in enumerate(self.conversions)
+        )
+
+
+def _mask_bit(words: list[int], index: int) -> bool:
+    word = index // 64
+    return word < len(words) and bool(words[word] >> (index % 64) & 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_format(text: str) -> FormatString:
+    """Parse `text` by SPEC section 3; raise FormatStringError naming the offending conversion."""
+    pieces: list[str | Conversion] = []
+    literal: list[str] = []
+    position = 0
+    while True:
+        percent = text.find("%", position)
+        if percent < 0:
+            literal.append(text[position:])
+            break
+        literal.append(text[position:percent])
+        match = _CONVERSION.match(text, percent)
+        piece = _conversion(text, percent, match)
+        position = match.end()
+        if piece is None:
+            literal.append("%")
+            continue
+        pieces.append("".join(literal))
+        literal = []
+        pieces.append(piece)
+    pieces.append("".join(literal))
+    return FormatString(text, tuple(piece for piece in pieces if piece != ""))
+
+
+def _conversion(text: str, offset: int, match: re.Match[str]) -> Conversion | None:
+    spec = match.group(0)
+    conversion = match["conversion"]
+
+    def fail(reason: str) -> FormatStringError:
+        return FormatStringError(f"{reason} in {spec!r} at offset {offset} of format string {text!r}")
+
+    if conversion == "%":
+        if spec != "%%":
+            raise fail("'%%' takes no flags, width, precision or length")
+        return None
+    if conversion is None:
+        raise fail("incomplete conversion")
+    if conversion == "*":
+        raise fail("'*' width or precision is not supported")
+    if conversion in "snp":
+        raise fail(f"'%{conversion}' is not supported: a shader has no strings or host pointers to pass")
+    if conversion not in INTEGER_CONVERSIONS + FLOAT_CONVERSIONS:
+        raise fail(f"unknown conversion '{conversion}'")
+    vector = int(match["vector"]) if match["vector"] is not None else 0
+    if match["vector"] is not None and vector not in VECTOR_WIDTHS:
+        raise fail(f"vector width {vector} is not one of {', '.join(map(str, VECTOR_WIDTHS))}")
+    length = match["length"] or ""
+    if conversion in FLOAT_CONVERSIONS and length not in FLOAT_LENGTHS:
+        raise fail(f"length '{length}' does not apply to '%{conversion}'")
+    if conversion == "c" and length:
+        raise fail("'%c' takes no length modifier")
+    precision = match["precision"]
+    return Conversion(
+        text=spec,
+        offset=offset,
+        flags=match["flags"],
+        width=int(match["width"]) if match["width"] is not None else None,
+        precision=int(precision) if precision else (0 if precision == "" else None),
+        vector=vector,
+        length=length,
+        conversion=conversion,
+    )

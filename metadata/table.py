@@ -1,0 +1,182 @@
+"""The `amdpal.format_strings` table (SPEC section 6) and its msgpack form.
+
+A `FormatTable` maps 48-bit IDs to `FormatEntry`s. It encodes to, and decodes from, the msgpack
+document whose top-level map holds `amdpal.format_strings` next to whatever else PAL metadata holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from .errors import FormatStringError, LinkError, TableError
+from .formats import FormatString, parse_format
+from .ids import format_string_id
+from .layout import ID_MASK, Layout, sixty_four_bit_mask
+
+TABLE_KEY = "amdpal.format_strings"
+TABLE_VERSION = 1
+VERSION_KEY = ".version"
+STRINGS_KEY = ".strings"
+INDEX_KEY = ".index"
+STRING_KEY = ".string"
+COUNT_KEY = ".argument_count"
+MASK_KEY = ".64bit_arguments"
+_U64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class FormatEntry:
+    """One row of the table: ID, format string, argument count and 64-bit mask words."""
+
+    index: int
+    string: str
+    argument_count: int
+    sixty_four_bit: tuple[int, ...]
+
+    @classmethod
+    def for_call(cls, string: str, layout: Layout) -> FormatEntry:
+        """The entry a printf or abort call with this string and argument layout records."""
+        return cls(format_string_id(string, layout), string, len(layout), tuple(sixty_four_bit_mask(layout)))
+
+    @property
+    def format(self) -> FormatString:
+        return parse_format(self.string)
+
+    @property
+    def layout(self) -> Layout:
+        """The argument layout, from the conversions and the 64-bit mask; raises FormatStringError."""
+        layout = self.format.layout_for(list(self.sixty_four_bit))
+        if len(layout) != self.argument_count:
+            raise FormatStringError(
+                f"entry {self.index:#x}: {self.string!r} has {len(layout)} conversion(s) "
+                f"but .argument_count is {self.argument_count}"
+            )
+        return layout
+
+    def to_map(self) -> dict[str, Any]:
+        return {
+            INDEX_KEY: self.index,
+            STRING_KEY: self.string,
+            COUNT_KEY: self.argument_count,
+            MASK_KEY: list(self.sixty_four_bit),
+        }
+
+
+class FormatTable:
+    """Entries keyed by ID; iteration is in ID order, so encoding is deterministic."""
+
+    def __init__(self, entries: Iterable[FormatEntry] = ()) -> None:
+        self._entries: dict[int, FormatEntry] = {}
+        for entry in entries:
+            self.add(entry)
+
+    def add(self, entry: FormatEntry) -> None:
+        """Add `entry`; the same entry again is a no-op, another entry with its ID is a LinkError."""
+        known = self._entries.get(entry.index)
+        if known is None:
+            self._entries[entry.index] = entry
+        elif known != entry:
+            raise LinkError(collision_message(known, entry))
+
+    def get(self, index: int) -> FormatEntry | None:
+        return self._entries.get(index)
+
+    def __getitem__(self, index: int) -> FormatEntry:
+        return self._entries[index]
+
+    def __contains__(self, index: object) -> bool:
+        return index in self._entries
+
+    def __iter__(self) -> Iterator[FormatEntry]:
+        return iter(sorted(self._entries.values(), key=lambda entry: entry.index))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FormatTable) and self._entries == other._entries
+
+    def to_map(self) -> dict[str, Any]:
+        """The value of the `amdpal.format_strings` key."""
+        return {VERSION_KEY: TABLE_VERSION, STRINGS_KEY: [entry.to_map() for entry in self]}
+
+    def encode(self, document: dict[str, Any] | None = None) -> bytes:
+        """A msgpack document: `document` (other PAL metadata, kept) with this table under its key."""
+        merged = dict(document or {})
+        merged[TABLE_KEY] = self.to_map()
+        return msgpack.packb(merged, use_bin_type=True)
+
+    @classmethod
+    def decode(cls, blob: bytes) -> FormatTable:
+        """The table of a msgpack document; an empty table when the document has none."""
+        return cls.from_document(unpack_document(blob))
+
+    @classmethod
+    def from_document(cls, document: dict[str, Any]) -> FormatTable:
+        if TABLE_KEY not in document:
+            return cls()
+        return cls.from_map(document[TABLE_KEY])
+
+    @classmethod
+    def from_map(cls, table: Any) -> FormatTable:
+        """Validate and read the value of `amdpal.format_strings`."""
+        _require(isinstance(table, dict), f"{TABLE_KEY} is not a map")
+        _require(VERSION_KEY in table, f"{TABLE_KEY} has no {VERSION_KEY}")
+        version = table[VERSION_KEY]
+        _require(
+            type(version) is int and version == TABLE_VERSION,
+            f"{TABLE_KEY}.{VERSION_KEY} is {version!r}, expected {TABLE_VERSION}",
+        )
+        _require(STRINGS_KEY in table, f"{TABLE_KEY} has no {STRINGS_KEY}")
+        strings = table[STRINGS_KEY]
+        _require(isinstance(strings, list), f"{TABLE_KEY}.{STRINGS_KEY} is not an array")
+        result = cls()
+        for position, row in enumerate(strings):
+            entry = _entry_from_map(row, f"{TABLE_KEY}.{STRINGS_KEY}[{position}]")
+            try:
+                result.add(entry)
+            except LinkError as error:
+                raise TableError(f"{TABLE_KEY}.{STRINGS_KEY}[{position}]: {error}") from None
+        return result
+
+
+def collision_message(first: FormatEntry, second: FormatEntry) -> str:
+    return (
+        f"format string ID {first.index:#014x} collides: {first.string!r} "
+        f"({first.argument_count} argument(s)) and {second.string!r} ({second.argument_count} argument(s))"
+    )
+
+
+def unpack_document(blob: bytes) -> dict[str, Any]:
+    """Unpack a msgpack PAL metadata document; TableError when it is not one map."""
+    try:
+        document = msgpack.unpackb(blob, raw=False, strict_map_key=False)
+    except (ValueError, msgpack.UnpackException, TypeError) as error:
+        raise TableError(f"metadata is not a valid msgpack document: {error}") from None
+    _require(isinstance(document, dict), "metadata document is not a msgpack map")
+    return document
+
+
+def _entry_from_map(row: Any, where: str) -> FormatEntry:
+    _require(isinstance(row, dict), f"{where} is not a map")
+    for key in (INDEX_KEY, STRING_KEY, COUNT_KEY, MASK_KEY):
+        _require(key in row, f"{where} has no {key}")
+    index, string, count, mask = row[INDEX_KEY], row[STRING_KEY], row[COUNT_KEY], row[MASK_KEY]
+    _require(type(index) is int and 0 <= index <= ID_MASK, f"{where}.{INDEX_KEY} is not a 48-bit unsigned integer")
+    _require(isinstance(string, str), f"{where}.{STRING_KEY} is not a string")
+    _require(type(count) is int and 0 <= count <= 0xFFFF, f"{where}.{COUNT_KEY} is not a valid argument count")
+    _require(
+        isinstance(mask, list) and all(type(word) is int and 0 <= word <= _U64 for word in mask),
+        f"{where}.{MASK_KEY} is not an array of unsigned 64-bit integers",
+    )
+    _require(len(mask) == (count + 63) // 64, f"{where}.{MASK_KEY} has {len(mask)} word(s) for {count} argument(s)")
+    return FormatEntry(index, string, count, tuple(mask))
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise TableError(message)
