@@ -28,7 +28,7 @@ _TOKEN = re.compile(r"(?:v(\d+))?([if])(32|64)\Z")
 
 @dataclass(frozen=True, slots=True)
 class ArgType:
-    """One argument as it travels in the buffer: kind `i` or `f`, 32 or 64 bits, `vector` lanes (0 = scalar)."""
+    """One argument as it travels in the buffer: kind `i`/`f`, 32 or 64 bits, `vector` lanes (0: scalar)."""
 
     kind: str
     bits: int

@@ -6,6 +6,7 @@ document whose top-level map holds `amdpal.format_strings` next to whatever else
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,7 @@ import msgpack
 from .errors import FormatStringError, LinkError, TableError
 from .formats import FormatString, parse_format
 from .ids import format_string_id
-from .layout import ID_MASK, Layout, sixty_four_bit_mask
+from .layout import ENTRY_HEADER_DWORDS, ID_MASK, MAX_ENTRY_DWORDS, Layout, sixty_four_bit_mask
 
 TABLE_KEY = "amdpal.format_strings"
 TABLE_VERSION = 1
@@ -26,6 +27,8 @@ STRING_KEY = ".string"
 COUNT_KEY = ".argument_count"
 MASK_KEY = ".64bit_arguments"
 _U64 = (1 << 64) - 1
+_MAX_ARGUMENTS = MAX_ENTRY_DWORDS - ENTRY_HEADER_DWORDS
+_UNPACK_REASONS = {msgpack.StackError: "nested too deeply", msgpack.FormatError: "a reserved type byte"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,18 +132,19 @@ class FormatTable:
         version = table[VERSION_KEY]
         _require(
             type(version) is int and version == TABLE_VERSION,
-            f"{TABLE_KEY}.{VERSION_KEY} is {version!r}, expected {TABLE_VERSION}",
+            f"{TABLE_KEY}{VERSION_KEY} is {reprlib.repr(version)}, expected {TABLE_VERSION}",
         )
         _require(STRINGS_KEY in table, f"{TABLE_KEY} has no {STRINGS_KEY}")
         strings = table[STRINGS_KEY]
-        _require(isinstance(strings, list), f"{TABLE_KEY}.{STRINGS_KEY} is not an array")
+        _require(isinstance(strings, list), f"{TABLE_KEY}{STRINGS_KEY} is not an array")
         result = cls()
         for position, row in enumerate(strings):
-            entry = _entry_from_map(row, f"{TABLE_KEY}.{STRINGS_KEY}[{position}]")
+            where = f"{TABLE_KEY}{STRINGS_KEY}[{position}]"
+            entry = _entry_from_map(row, where)
             try:
                 result.add(entry)
             except LinkError as error:
-                raise TableError(f"{TABLE_KEY}.{STRINGS_KEY}[{position}]: {error}") from None
+                raise TableError(f"{where}: {error}") from None
         return result
 
 
@@ -156,7 +160,8 @@ def unpack_document(blob: bytes) -> dict[str, Any]:
     try:
         document = msgpack.unpackb(blob, raw=False, strict_map_key=False)
     except (ValueError, msgpack.UnpackException, TypeError) as error:
-        raise TableError(f"metadata is not a valid msgpack document: {error}") from None
+        reason = str(error) or _UNPACK_REASONS.get(type(error), type(error).__name__)
+        raise TableError(f"metadata is not a valid msgpack document: {reason}") from None
     _require(isinstance(document, dict), "metadata document is not a msgpack map")
     return document
 
@@ -166,14 +171,27 @@ def _entry_from_map(row: Any, where: str) -> FormatEntry:
     for key in (INDEX_KEY, STRING_KEY, COUNT_KEY, MASK_KEY):
         _require(key in row, f"{where} has no {key}")
     index, string, count, mask = row[INDEX_KEY], row[STRING_KEY], row[COUNT_KEY], row[MASK_KEY]
-    _require(type(index) is int and 0 <= index <= ID_MASK, f"{where}.{INDEX_KEY} is not a 48-bit unsigned integer")
-    _require(isinstance(string, str), f"{where}.{STRING_KEY} is not a string")
-    _require(type(count) is int and 0 <= count <= 0xFFFF, f"{where}.{COUNT_KEY} is not a valid argument count")
+    _require(
+        type(index) is int and 0 <= index <= ID_MASK, f"{where}{INDEX_KEY} is not a 48-bit unsigned integer"
+    )
+    _require(isinstance(string, str), f"{where}{STRING_KEY} is not a string")
+    _require("\0" not in string, f"{where}{STRING_KEY} contains a NUL character")
+    _require(
+        type(count) is int and 0 <= count <= _MAX_ARGUMENTS,
+        f"{where}{COUNT_KEY} is not an argument count (0 to {_MAX_ARGUMENTS})",
+    )
     _require(
         isinstance(mask, list) and all(type(word) is int and 0 <= word <= _U64 for word in mask),
-        f"{where}.{MASK_KEY} is not an array of unsigned 64-bit integers",
+        f"{where}{MASK_KEY} is not an array of unsigned 64-bit integers",
     )
-    _require(len(mask) == (count + 63) // 64, f"{where}.{MASK_KEY} has {len(mask)} word(s) for {count} argument(s)")
+    _require(
+        len(mask) == (count + 63) // 64,
+        f"{where}{MASK_KEY} has {len(mask)} word(s) for {count} argument(s), expected {(count + 63) // 64}",
+    )
+    _require(
+        not mask or count % 64 == 0 or mask[-1] >> (count % 64) == 0,
+        f"{where}{MASK_KEY} sets bits past {COUNT_KEY} ({count})",
+    )
     return FormatEntry(index, string, count, tuple(mask))
 
 

@@ -50,7 +50,10 @@ def read_text(path: str) -> str:
 
 
 def write_output(path: str | None, data: bytes | str) -> None:
-    """Write `data` to `path` whole or not at all (a temporary file renamed into place); stdout for None or `-`."""
+    """Write `data` to `path` whole or not at all (a temporary file renamed into place).
+
+    None or `-` writes to stdout.
+    """
     payload = data.encode("utf-8") if isinstance(data, str) else data
     if path is None or path == "-":
         sys.stdout.buffer.write(payload)

@@ -1,0 +1,90 @@
+"""Unions of format-string tables (SPEC section 6): strict when linking, forgiving when a driver loads.
+
+Linking several ELFs or modules must not lose a string, so the same ID with different entries is a
+LinkError. A driver that loads many pipelines into one table keeps the first entry and reports the
+collision as a warning instead: the pipelines still run, and only the later string's output is at risk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from .elf_notes import read_table
+from .table import FormatEntry, FormatTable, collision_message
+
+
+def link_tables(tables: Iterable[FormatTable]) -> FormatTable:
+    """The union of `tables`; identical entries merge, the same ID with another entry is a LinkError."""
+    union = FormatTable()
+    for table in tables:
+        for entry in table:
+            union.add(entry)
+    return union
+
+
+@dataclass(frozen=True, slots=True)
+class Collision:
+    """Two entries with one ID, and where each came from; the first is the one kept."""
+
+    kept: FormatEntry
+    kept_source: str
+    ignored: FormatEntry
+    ignored_source: str
+
+    def __str__(self) -> str:
+        sources = f"from {self.kept_source} and {self.ignored_source}"
+        return f"{collision_message(self.kept, self.ignored)}, {sources}"
+
+
+class FormatRegistry:
+    """The format strings of every pipeline a driver has loaded, looked up by ID like a FormatTable."""
+
+    def __init__(self) -> None:
+        self.table = FormatTable()
+        self.collisions: list[Collision] = []
+        self._sources: dict[int, str] = {}
+
+    @property
+    def warnings(self) -> list[str]:
+        """One message per collision so far, naming both strings and both sources."""
+        return [_warning(collision) for collision in self.collisions]
+
+    def load(self, table: FormatTable, source: str) -> list[str]:
+        """Add the entries of `table`, loaded from `source`; the warnings for its collisions, if any."""
+        found = []
+        for entry in table:
+            known = self.table.get(entry.index)
+            if known is None:
+                self.table.add(entry)
+                self._sources[entry.index] = source
+            elif known != entry:
+                found.append(Collision(known, self._sources[entry.index], entry, source))
+        self.collisions.extend(found)
+        return [_warning(collision) for collision in found]
+
+    def load_elf(self, elf: bytes, source: str) -> list[str]:
+        """Load the table of an ELF file; ElfError or TableError naming `source` when it is unreadable."""
+        return self.load(read_table(elf, source=source), source)
+
+    def lookup(self, index: int) -> FormatEntry | None:
+        return self.table.get(index)
+
+    get = lookup
+
+    def source_of(self, index: int) -> str | None:
+        """Where the entry with this ID was loaded from."""
+        return self._sources.get(index)
+
+    def __contains__(self, index: object) -> bool:
+        return index in self.table
+
+    def __iter__(self) -> Iterator[FormatEntry]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
+def _warning(collision: Collision) -> str:
+    return f"{collision}; keeping the one from {collision.kept_source}"
