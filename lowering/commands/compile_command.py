@@ -1,0 +1,26 @@
+"""`dprintf compile IN.ll [...] -o OUT [--target amdpal|cpu] [--mcpu NAME]`: an ELF object with the table.
+
+amdpal: the object LLVM's AMDGPU backend writes (default processor gfx1100), the table merged by the
+backend into its PAL metadata note next to `amdpal.pipelines`. cpu: a host relocatable object, with a
+`.note` section holding the table (SPEC section 6). Both are optimised at -O2.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..codegen import compile_object
+from ..diagnostics import LoweringError
+from ..lowering_pass import lower_sources
+from . import EXIT_OK, write_output
+from .lower_command import read_sources, report
+
+
+def run(args: argparse.Namespace) -> int:
+    sources = read_sources(args.inputs)
+    try:
+        lowered = lower_sources(sources, args.target)
+    except LoweringError as failure:
+        return report(failure)
+    write_output(args.output, compile_object(lowered, args.mcpu, source=", ".join(args.inputs)))
+    return EXIT_OK

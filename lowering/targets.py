@@ -1,0 +1,67 @@
+"""The targets the pass lowers for, declared once as data (SPEC sections 4 and 6).
+
+A target fixes the triple and data layout of the lowered module, the address space the buffer lives
+in, whether the lowered code checks the capacity in `reserved0`, and where the format-string table goes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from metadata.errors import DprintfError
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One lowering target.
+
+    `triple` None means the host's. `buffer_address_space`, when set, replaces address space 7 (the
+    AMDGPU buffer fat pointer of the input convention) everywhere in the module. `checks_capacity`
+    makes each entry conditional on `old + size <= reserved0`; without it the buffer descriptor's range
+    bounds the stores. `pal_metadata` puts the table into `!amdgpu.pal.metadata.msgpack`.
+    `aggregates_reservations` makes the lanes of a warp reserve their printf entries with one atomic
+    add between them (`warp_aggregation`); aborts always reserve per invocation.
+    """
+
+    name: str
+    triple: str | None
+    default_cpu: str | None
+    checks_capacity: bool
+    pal_metadata: bool
+    buffer_address_space: int | None = None
+    aggregates_reservations: bool = False
+
+
+TARGETS: dict[str, Target] = {
+    target.name: target
+    for target in (
+        Target("cpu", triple=None, default_cpu=None, checks_capacity=True, pal_metadata=False),
+        Target(
+            "amdpal",
+            triple="amdgcn-amd-amdpal",
+            default_cpu="gfx1100",
+            checks_capacity=False,
+            pal_metadata=True,
+        ),
+        Target(
+            "nvptx",
+            triple="nvptx64-nvidia-cuda",
+            default_cpu="sm_90",
+            checks_capacity=True,
+            pal_metadata=False,
+            buffer_address_space=1,
+            aggregates_reservations=True,
+        ),
+    )
+}
+
+
+class UnknownTargetError(DprintfError):
+    """A target name that is not one of TARGETS."""
+
+
+def get_target(name: str) -> Target:
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise UnknownTargetError(f"unknown target {name!r} (expected one of: {', '.join(TARGETS)})") from None
