@@ -1,0 +1,324 @@
+"""`metadata.cformat` against the C library's `snprintf`, called through ctypes as the oracle.
+
+Every conversion, any flags in any order, widths and precisions up to three digits, every length,
+and values over the whole range of the C type (boundaries, negative zero, subnormals, infinities,
+NaNs of both signs, floats widened from float32).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import re
+import struct
+
+import numpy
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from metadata import cformat
+from metadata.cformat import format_value, format_values, render_columns
+from metadata.formats import FLOAT_CONVERSIONS, FLOAT_LENGTHS, INTEGER_LENGTHS, Conversion, parse_format
+from metadata.layout import FLOAT, INTEGER, VECTOR_WIDTHS, ArgType
+
+LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
+NEGATIVE_NAN = struct.unpack("<d", struct.pack("<Q", 0xFFF8_0000_0000_0000))[0]
+NEGATIVE_NAN_32 = numpy.array([0xFFC0_0000], numpy.uint32).view(numpy.float32)[0]
+INTEGER_BOUNDARIES = [0, 1, 0x7F, 0x80, 0xFF, 0x100, 0x7FFF, 0x8000, 0xFFFF, 0x7FFF_FFFF, 0x8000_0000]
+INTEGER_BOUNDARIES_64 = [*INTEGER_BOUNDARIES, 0xFFFF_FFFF, 1 << 63, (1 << 63) - 1, (1 << 64) - 1]
+FLOAT_BOUNDARIES = [
+    0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 2.225073858507201e-308, 1.7976931348623157e308,
+    0.5, 1.5, 2.5, -0.125, 0.05, 1e-5, 1e22, 1e23, 9.9995, 0.00001234, 1.96875, 1.03125, 1.09375,
+    999999.5, 999.5, 99.95, 9.5, 0.000099999996, 99999999.99999997,
+    float("inf"), float("-inf"), float("nan"), NEGATIVE_NAN,
+]  # fmt: skip
+
+SETTINGS = settings(max_examples=1500, deadline=None)
+
+
+def c_spec(conversion: Conversion) -> str:
+    """The C spec of one component: the conversion's text without its `v<N>`."""
+    return re.sub(r"v\d+", "", conversion.text)
+
+
+def c_argument(conversion: Conversion, value: int | float) -> ctypes._SimpleCData:
+    """`value` passed as C passes it: a double, or the raw bits in an int of the payload's width."""
+    if conversion.kind == FLOAT:
+        return ctypes.c_double(value)
+    return ctypes.c_ulonglong(value) if conversion.value_bits == 64 else ctypes.c_uint(value)
+
+
+def snprintf(spec: str, *arguments: ctypes._SimpleCData) -> str:
+    """C's output; bytes read as Latin-1 (only `%c` prints bytes over 0x7F: U+0080..U+00FF)."""
+    encoded = spec.encode()
+    size = LIBC.snprintf(None, 0, encoded, *arguments)
+    buffer = ctypes.create_string_buffer(size + 1)
+    LIBC.snprintf(buffer, size + 1, encoded, *arguments)
+    return buffer.raw[:size].decode("latin-1")
+
+
+def c_format(conversion: Conversion, value: int | float) -> str:
+    return snprintf(c_spec(conversion), c_argument(conversion, value))
+
+
+@st.composite
+def specs(draw: st.DrawFn, conversions: str = "diouxXcfFeEgGaA", vector: bool = False) -> str:
+    """Conversion text: any flags in any order, optional width and precision, a valid length."""
+    letter = draw(st.sampled_from(conversions))
+    lengths = (
+        [""] if letter == "c" else list(FLOAT_LENGTHS if letter in FLOAT_CONVERSIONS else INTEGER_LENGTHS)
+    )
+    flags = "".join(draw(st.lists(st.sampled_from("-+ #0"), max_size=6)))
+    width = draw(st.one_of(st.just(""), st.integers(1, 30).map(str), st.integers(1, 999).map(str)))
+    precision = draw(
+        st.one_of(
+            st.just(""),
+            st.sampled_from([".", ".0", ".00", ".05"]),
+            st.integers(0, 30).map(".{}".format),
+            st.integers(0, 999).map(".{}".format),
+        )
+    )
+    lanes = f"v{draw(st.sampled_from(VECTOR_WIDTHS))}" if vector else ""
+    return f"%{flags}{width}{precision}{lanes}{draw(st.sampled_from(lengths))}{letter}"
+
+
+def conversion_of(spec: str) -> Conversion:
+    (conversion,) = parse_format(spec).conversions
+    return conversion
+
+
+def integer_values(conversion: Conversion) -> st.SearchStrategy[int]:
+    """Raw bits as the buffer holds them: 64-bit for `l`/`ll`, else a 32-bit payload dword."""
+    if conversion.value_bits == 64:
+        return st.one_of(st.integers(0, (1 << 64) - 1), st.sampled_from(INTEGER_BOUNDARIES_64))
+    return st.one_of(st.integers(0, (1 << 32) - 1), st.sampled_from(INTEGER_BOUNDARIES))
+
+
+def float_values() -> st.SearchStrategy[float]:
+    return st.one_of(
+        st.floats(),
+        st.floats(width=32),
+        st.sampled_from(FLOAT_BOUNDARIES),
+        st.integers(-(1 << 20), 1 << 20).map(lambda k: k / 1024),  # decimal and hex rounding ties
+    )
+
+
+def values_for(conversion: Conversion) -> st.SearchStrategy:
+    return integer_values(conversion) if conversion.kind == INTEGER else float_values()
+
+
+@SETTINGS
+@given(st.data(), specs("diouxXc"))
+def test_integer_conversion_matches_snprintf(data: st.DataObject, spec: str) -> None:
+    conversion = conversion_of(spec)
+    value = data.draw(values_for(conversion))
+    assert format_value(conversion, value) == c_format(conversion, value)
+
+
+@SETTINGS
+@given(st.data(), specs("fFeEgGaA"))
+def test_float_conversion_matches_snprintf(data: st.DataObject, spec: str) -> None:
+    conversion = conversion_of(spec)
+    value = data.draw(values_for(conversion))
+    assert format_value(conversion, value) == c_format(conversion, value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "value"),
+    [
+        ("%hhd", 255), ("%hhu", 511), ("%hd", 0x18000), ("%hhx", 0x1FF), ("%d", 0x8000_0000),
+        ("%lld", (1 << 64) - 1), ("%c", 0), ("%5c", 0x41), ("%-3c", 0x1E9), ("%05c", 0x41),
+        ("%#x", 0), ("%#X", 255), ("%#o", 0), ("%#.0o", 0), ("%#5.3o", 8), ("%.0d", 0), ("%5.0x", 0),
+        ("%+u", 5), ("% u", 5), ("%+x", 5), ("%-05d", 3), ("%05.1d", 3), ("%08.3x", 0xAB), ("%#08x", 1),
+        ("%+.3d", 7), ("% 8.3d", (1 << 32) - 7),
+        ("%#g", 999999.5), ("%#.3g", 999.5), ("%#.2G", 99.5), ("%#.3g", 99.95), ("%#.1g", 9.5),
+        ("%#g", 1.0), ("%.0g", 0.5), ("%g", 1e-5), ("%G", 1e300), ("%#.0f", 2.5), ("%.0f", 0.5),
+        ("%.0e", 9.5), ("%+e", -0.0), ("%010f", NEGATIVE_NAN), ("%-+8F", float("inf")),
+        ("%05e", float("nan")),
+        ("%a", 5e-324), ("%a", 0.0), ("%A", -1.5), ("%.0a", 1.96875), ("%.1a", 1.03125), ("%.1a", 1.09375),
+        ("%#.0a", 1.0), ("%010a", -1.5), ("%.3a", 1e-320), ("%.20a", 0.1), ("% a", float("inf")),
+        ("%.999f", 1e-300), ("%999.3e", 1.0), ("%.999g", 0.1),
+    ],
+)  # fmt: skip
+def test_corner_cases_match_snprintf(spec: str, value: int | float) -> None:
+    conversion = conversion_of(spec)
+    assert format_value(conversion, value) == c_format(conversion, value)
+
+
+@pytest.mark.parametrize("spec", ["%v4f", "%v2lld", "%08.3v3f"])
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_example_vectors_join_components(spec: str, data: st.DataObject) -> None:
+    conversion = conversion_of(spec)
+    components = data.draw(
+        st.lists(values_for(conversion), min_size=conversion.vector, max_size=conversion.vector)
+    )
+    expected = ", ".join(c_format(conversion, component) for component in components)
+    assert format_value(conversion, components) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), specs(vector=True))
+def test_vector_conversion_joins_components(data: st.DataObject, spec: str) -> None:
+    conversion = conversion_of(spec)
+    components = data.draw(
+        st.lists(values_for(conversion), min_size=conversion.vector, max_size=conversion.vector)
+    )
+    expected = ", ".join(c_format(conversion, component) for component in components)
+    assert format_value(conversion, components) == expected
+
+
+LITERALS = st.text(st.sampled_from("ab =:\n\t%"), max_size=4).map(lambda text: text.replace("%", "%%"))
+
+
+@st.composite
+def scalar_formats(draw: st.DrawFn) -> str:
+    """A whole format string of scalar conversions between ASCII literals (with `%%`)."""
+    count = draw(st.integers(0, 4))
+    return draw(LITERALS) + "".join(draw(specs()) + draw(LITERALS) for _ in range(count))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), scalar_formats())
+def test_format_values_matches_snprintf_of_whole_format(data: st.DataObject, text: str) -> None:
+    fmt = parse_format(text)
+    values = [data.draw(values_for(conversion)) for conversion in fmt.conversions]
+    arguments = [
+        c_argument(conversion, value) for conversion, value in zip(fmt.conversions, values, strict=True)
+    ]
+    assert format_values(fmt, values) == snprintf(text, *arguments)
+
+
+def test_format_values_keeps_unicode_literals() -> None:
+    text = "é %d → ü%%\n"
+    assert (
+        format_values(parse_format(text), [5]) == snprintf(text, ctypes.c_int(5)).encode("latin-1").decode()
+    )
+
+
+DTYPES = {
+    (INTEGER, 32): numpy.uint32,
+    (INTEGER, 64): numpy.uint64,
+    (FLOAT, 32): numpy.float32,
+    (FLOAT, 64): numpy.float64,
+}
+
+
+def argument_type(conversion: Conversion, data: st.DataObject) -> ArgType:
+    """The buffer type a matching argument has: integers 64-bit exactly for `l`/`ll`; floats either."""
+    if conversion.kind == INTEGER:
+        return ArgType(
+            INTEGER, conversion.value_bits if conversion.value_bits == 64 else 32, conversion.vector
+        )
+    return ArgType(FLOAT, data.draw(st.sampled_from([32, 64])), conversion.vector)
+
+
+def column(data: st.DataObject, arg: ArgType, rows: int) -> numpy.ndarray:
+    """Random raw column for `arg`: full-range integers, floats with infinities and NaNs of both signs."""
+    dtype = DTYPES[arg.kind, arg.bits]
+    shape = (rows, arg.vector) if arg.vector else (rows,)
+    if arg.kind == INTEGER:
+        return data.draw(arrays(dtype, shape))
+    negative_nan = NEGATIVE_NAN_32 if arg.bits == 32 else NEGATIVE_NAN
+    elements = st.one_of(st.floats(width=arg.bits), st.just(negative_nan), st.sampled_from([0.5, 2.5, 0.125]))
+    return data.draw(arrays(dtype, shape, elements=elements))
+
+
+def rows_of(columns: list[numpy.ndarray], row: int) -> list:
+    return [array[row].tolist() for array in columns]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data(), st.one_of(specs(), specs(vector=True)))
+def test_render_columns_matches_snprintf(data: st.DataObject, spec: str) -> None:
+    """The fast `%` template path, checked directly against C for each conversion."""
+    conversion = conversion_of(spec)
+    arg = argument_type(conversion, data)
+    array = column(data, arg, data.draw(st.integers(1, 6)))
+    expected = [
+        ", ".join(c_format(conversion, component) for component in numpy.atleast_1d(value).tolist())
+        for value in array
+    ]
+    assert render_columns(parse_format(spec), (arg,), [array]) == expected
+
+
+@st.composite
+def mixed_formats(draw: st.DrawFn) -> str:
+    """A whole format string of scalar and vector conversions between literals."""
+    count = draw(st.integers(1, 5))
+    return draw(LITERALS) + "".join(
+        draw(specs(vector=draw(st.booleans()))) + draw(LITERALS) for _ in range(count)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), mixed_formats())
+def test_render_columns_equals_format_values(data: st.DataObject, text: str) -> None:
+    fmt = parse_format(text)
+    layout = tuple(argument_type(conversion, data) for conversion in fmt.conversions)
+    rows = data.draw(st.integers(0, 8))
+    columns = [column(data, arg, rows) for arg in layout]
+    expected = [format_values(fmt, rows_of(columns, row)) for row in range(rows)]
+    assert render_columns(fmt, layout, columns) == expected
+
+
+def test_render_columns_narrows_like_c() -> None:
+    fmt = parse_format("%hhd %hhu %hd %c|%lld\n")
+    layout = (ArgType(INTEGER, 32),) * 4 + (ArgType(INTEGER, 64),)
+    small = numpy.array([255, 511, 0x18000, 0x141, 0], numpy.uint32)
+    large = numpy.array([(1 << 64) - 1, 1 << 63, 0, 5, 7], numpy.uint64)
+    lines = render_columns(fmt, layout, [small, small, small, small, large])
+    for row, line in enumerate(lines):
+        arguments = [ctypes.c_uint(int(small[row]))] * 4 + [ctypes.c_ulonglong(int(large[row]))]
+        assert line == snprintf(fmt.text, *arguments)
+
+
+def test_render_columns_without_arguments_repeats_the_text() -> None:
+    text = "done 100%%\n"
+    assert render_columns(parse_format(text), (), [], rows=3) == [snprintf(text)] * 3
+
+
+ROUNDING_EDGES = [9.9999995, 99.5, 999999.5, 0.00099999996, 1e-4, 9.5e-5, 0.0001, 123456789.0, 1e15, 0.155]
+
+
+def typical_floats(bits: int) -> st.SearchStrategy[float]:
+    """Values a shader prints: moderate magnitudes, exact ties, and now and then anything."""
+    return st.one_of(
+        st.floats(-1e7, 1e7, width=bits),
+        st.integers(-(1 << 20), 1 << 20).map(lambda k: k / 1024),
+        st.integers(-(10**7), 10**7).map(lambda k: k / 1000).map(numpy.dtype(f"float{bits}").type),
+        st.sampled_from(ROUNDING_EDGES).map(numpy.dtype(f"float{bits}").type),
+        st.floats(width=bits),
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data(), st.one_of(specs(), specs(vector=True)))
+def test_every_tier_matches_snprintf_on_the_rows_it_keeps(data: st.DataObject, spec: str) -> None:
+    """Each renderer (byte cells, `%` template, exact) equals C on every row it does not pass on."""
+    conversion = conversion_of(spec)
+    arg = argument_type(conversion, data)
+    shape = (data.draw(st.integers(1, 6)),) + ((arg.vector,) if arg.vector else ())
+    dtype = DTYPES[arg.kind, arg.bits]
+    array = data.draw(
+        arrays(dtype, shape, elements=None if arg.kind == INTEGER else typical_floats(arg.bits))
+    )
+    for tier in cformat._tiers(parse_format(spec)):
+        lines, exceptional = tier([array], shape[0])
+        for line, passed_on, value in zip(lines, exceptional, array, strict=True):
+            if not passed_on:
+                components = numpy.atleast_1d(value).tolist()
+                assert line == ", ".join(c_format(conversion, component) for component in components)
+
+
+def test_render_columns_joins_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cformat, "CHUNK_ROWS", 4)
+    fmt = parse_format("%d: %.2f %#x\n")
+    layout = (ArgType(INTEGER, 32), ArgType(FLOAT, 32), ArgType(INTEGER, 32))
+    numbers = numpy.arange(10, dtype=numpy.uint32)
+    columns = [numbers, numbers.astype(numpy.float32) / 3, numbers + ord("a")]
+    expected = [format_values(fmt, [int(n), float(numpy.float32(n) / 3), int(n) + ord("a")]) for n in numbers]
+    assert len(cformat._tiers(fmt)) == 3
+    assert render_columns(fmt, layout, columns) == expected
