@@ -1,0 +1,143 @@
+"""`dprintf decode`: decode raw printf and abort buffer dumps with the tables of ELF files (SPEC section 8).
+
+The printf output goes to stdout exactly as C's printf prints it; dropped dwords, problems in the
+buffers and table collisions go to stderr as warnings, abort messages as errors, and a lost device
+exits with status 3. `--json` prints one JSON document instead (see `document`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
+from metadata.linking import FormatRegistry
+from metadata.printf_buffer import Issue, PrintfDecoding, decode_printf_buffer
+
+from . import EXIT_DEVICE_LOST, EXIT_OK, InputError, error, read_bytes, warn, write_output
+
+STDIN = "-"
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.buffer == STDIN and args.abort_buffer == STDIN:
+        raise InputError("only one of BUFFER and --abort-buffer can be read from stdin")
+    registry = FormatRegistry()
+    warnings = [message for path in args.elf for message in registry.load_elf(read_bytes(path), path)]
+    printf = decode_printf_buffer(read_bytes(args.buffer), registry, capacity=args.capacity)
+    aborts = decode_abort_buffer(read_bytes(args.abort_buffer), registry) if args.abort_buffer else None
+    status = EXIT_DEVICE_LOST if aborts is not None and aborts.device_lost else EXIT_OK
+    if args.json:
+        write_output(None, json.dumps(document(printf, aborts, warnings, status), allow_nan=False) + "\n")
+        return status
+    for message in warnings:
+        warn(message)
+    for chunk in printf.text_chunks():
+        sys.stdout.buffer.write(chunk.encode("utf-8", "surrogateescape"))
+    sys.stdout.flush()
+    report_printf(printf)
+    if aborts is not None:
+        report_aborts(aborts)
+    return status
+
+
+def report_printf(printf: PrintfDecoding) -> None:
+    """Dropped dwords and the buffer's issues, as warnings."""
+    if printf.dropped_dwords:
+        warn(
+            f"printf buffer: {printf.dropped_dwords} dword(s) of output did not fit "
+            f"(bufferOffset {printf.buffer_offset}, capacity {printf.capacity} dwords)"
+        )
+    for issue in printf.issues:
+        warn(f"printf buffer: {issue}")
+
+
+def report_aborts(aborts: AbortDecoding) -> None:
+    """Each abort message as an error, then what did not fit or could not be decoded."""
+    for message in aborts.messages:
+        text = message.text[:-1] if message.text.endswith("\n") else message.text
+        error(f"device lost: shader abort: {text}")
+    if aborts.device_lost and not aborts.messages:
+        error("device lost: shader abort (no abort message could be decoded)")
+    if aborts.dropped_dwords:
+        least, most = aborts.dropped_records
+        count = f"{least}" if least == most else f"{least} to {most}"
+        warn(
+            f"abort buffer: {aborts.dropped_dwords} dword(s) of abort records did not fit "
+            f"(bufferOffset {aborts.buffer_offset}, capacity {aborts.capacity} dwords): "
+            f"{count} abort message(s) lost"
+        )
+    for issue in aborts.issues:
+        warn(f"abort buffer: {issue}")
+
+
+def document(
+    printf: PrintfDecoding, aborts: AbortDecoding | None, warnings: list[str], status: int
+) -> dict[str, Any]:
+    """The `--json` document: the printf entries and issues, the abort messages, warnings, exit status."""
+    return {
+        "printf": {
+            "buffer_offset": printf.buffer_offset,
+            "capacity": printf.capacity,
+            "written_dwords": printf.written_dwords,
+            "dropped_dwords": printf.dropped_dwords,
+            "unused_dwords": printf.unused_dwords,
+            "entries": [
+                {
+                    "offset": entry.offset,
+                    "id": entry.id,
+                    "format": entry.format,
+                    "values": _json_values(entry.values),
+                    "text": entry.text,
+                }
+                for entry in printf.entries
+            ],
+            "issues": _json_issues(printf.issues),
+        },
+        "abort": None if aborts is None else _abort_document(aborts),
+        "warnings": warnings,
+        "exit_status": status,
+    }
+
+
+def _abort_document(aborts: AbortDecoding) -> dict[str, Any]:
+    return {
+        "device_lost": aborts.device_lost,
+        "buffer_offset": aborts.buffer_offset,
+        "capacity": aborts.capacity,
+        "written_dwords": aborts.written_dwords,
+        "dropped_dwords": aborts.dropped_dwords,
+        "unused_dwords": aborts.unused_dwords,
+        "dropped_records": list(aborts.dropped_records),
+        "messages": [
+            {
+                "offset": message.offset,
+                "id": message.id,
+                "format": message.format,
+                "values": _json_values(message.values),
+                "text": message.text,
+                "payload": message.payload.hex(),
+            }
+            for message in aborts.messages
+        ],
+        "message_data": aborts.message_data().hex(),
+        "issues": _json_issues(aborts.issues),
+    }
+
+
+def _json_issues(issues: tuple[Issue, ...]) -> list[dict[str, Any]]:
+    return [{"offset": issue.offset, "message": issue.message} for issue in issues]
+
+
+def _json_values(values: tuple) -> list:
+    """Values as JSON: integers (raw unsigned bits), floats, lists for vectors; "nan", "inf", "-inf"."""
+    return [_json_values(value) if isinstance(value, tuple) else _json_number(value) for value in values]
+
+
+def _json_number(value: int | float) -> int | float | str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value

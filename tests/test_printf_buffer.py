@@ -1,0 +1,600 @@
+"""`metadata.printf_buffer`: known answers against C's snprintf, every reported condition, and the
+vectorised walk against a one-entry-at-a-time reference walk on random and damaged buffers."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from metadata import printf_buffer
+from metadata.buffer_builder import build_buffer, build_printf_buffer, printf_entry
+from metadata.cformat import format_values
+from metadata.errors import BufferDecodeError, DprintfError
+from metadata.layout import (
+    FLOAT,
+    HEADER_BYTES,
+    VECTOR_WIDTHS,
+    ArgType,
+    entry_dwords,
+    entry_header,
+    parse_layout,
+)
+from metadata.printf_buffer import decode_printf_buffer
+from metadata.table import FormatEntry, FormatTable
+
+LIBC = ctypes.CDLL(None)
+ALL_TYPES = [
+    ArgType(kind, bits, lanes) for kind in "if" for bits in (32, 64) for lanes in (0, *VECTOR_WIDTHS)
+]
+SPECS = {("i", 32): ("", "d"), ("i", 64): ("", "llx"), ("f", 32): ("", "g"), ("f", 64): (".17", "g")}
+
+
+def entry_for(text: str, layout: str) -> FormatEntry:
+    return FormatEntry.for_call(text, parse_layout(layout))
+
+
+SCALARS = entry_for("i=%d u=%u x=%#x f=%f e=%.3e\n", "i32,i32,i32,f32,f64")
+WIDE = entry_for("ll=%lld llu=%llu a=%a\n", "i64,i64,f64")
+VECTORS = entry_for("v=%v4d w=%.2v2f z=%v3llx\n", "v4i32,v2f32,v3i64")
+PLAIN = entry_for("plain line\n", "")
+FORMATS = (SCALARS, WIDE, VECTORS, PLAIN)
+TABLE = FormatTable(FORMATS)
+
+
+def c_line(entry: FormatEntry, values) -> str:
+    """C's snprintf of each conversion (each vector component), between the literal pieces."""
+    parts = []
+    arguments = iter(values)
+    for piece in entry.format.pieces:
+        if isinstance(piece, str):
+            parts.append(piece)
+            continue
+        value = next(arguments)
+        single = piece.text.replace(f"v{piece.vector}", "")
+        components = list(value) if piece.vector else [value]
+        parts.append(
+            ", ".join(_snprintf(single, _c_argument(piece.kind, piece.length, item)) for item in components)
+        )
+    return "".join(parts)
+
+
+def _c_argument(kind: str, length: str, value):
+    if kind == FLOAT:
+        return ctypes.c_double(value)
+    return ctypes.c_ulonglong(value) if length in ("l", "ll") else ctypes.c_uint(value)
+
+
+def _snprintf(spec: str, argument) -> str:
+    encoded = spec.encode("utf-8")
+    size = LIBC.snprintf(None, 0, encoded, argument)
+    output = ctypes.create_string_buffer(size + 1)
+    LIBC.snprintf(output, size + 1, encoded, argument)
+    return output.raw[:size].decode("utf-8")
+
+
+def stored(arg: ArgType, value):
+    """What the buffer gives back for a value packed as `arg`: raw unsigned bits, or the float rounded."""
+
+    def one(item):
+        if arg.kind == FLOAT:
+            return float(np.float32(item)) if arg.bits == 32 else float(item)
+        return item & ((1 << arg.bits) - 1)
+
+    return tuple(one(item) for item in value) if arg.vector else one(value)
+
+
+def words_of(data) -> list[int]:
+    return list(struct.unpack(f"<{len(data) // 4}I", bytes(data[: len(data) // 4 * 4])))
+
+
+# Known answers --------------------------------------------------------------------------------------
+
+CALLS = [
+    (SCALARS, [-1, 4000000000, 255, 1.5, -2.25e-300]),
+    (WIDE, [-(1 << 40), (1 << 64) - 1, 0.1]),
+    (PLAIN, []),
+    (VECTORS, [(1, -2, 3, -4), (0.125, -7.5), (1 << 63, 0, 0xDEADBEEFCAFE)]),
+    (SCALARS, [7, 0, 0, float("inf"), float("nan")]),
+]
+
+
+def test_mixed_entries_decode_to_values_text_and_columns():
+    data = build_printf_buffer(CALLS)
+    decoding = decode_printf_buffer(data, TABLE)
+    assert decoding.issues == () and decoding.dropped_dwords == 0 and decoding.unused_dwords == 0
+    expected_offsets, offset = [], 0
+    for entry, _ in CALLS:
+        expected_offsets.append(offset)
+        offset += entry_dwords(entry.layout)
+    assert decoding.buffer_offset == offset == decoding.written_dwords
+    entries = list(decoding.entries)
+    assert [item.offset for item in entries] == expected_offsets
+    assert [item.id for item in entries] == [entry.index for entry, _ in CALLS]
+    assert [item.format for item in entries] == [entry.string for entry, _ in CALLS]
+    for item, (entry, values) in zip(entries, CALLS, strict=True):
+        expected = tuple(stored(arg, value) for arg, value in zip(entry.layout, values, strict=True))
+        assert repr(item.values) == repr(expected)
+        assert item.text == c_line(entry, expected)
+    assert decoding.text() == "".join(item.text for item in entries)
+    columns = decoding.columns
+    assert set(columns) == {entry.index for entry in FORMATS}
+    scalars = columns[SCALARS.index]
+    assert scalars.offsets.tolist() == [expected_offsets[0], expected_offsets[4]]
+    assert [column.dtype.str for column in scalars.columns] == ["<u4", "<u4", "<u4", "<f4", "<f8"]
+    assert scalars.columns[0].tolist() == [0xFFFFFFFF, 7]
+    vectors = columns[VECTORS.index]
+    assert [column.shape for column in vectors.columns] == [(1, 4), (1, 2), (1, 3)]
+    assert vectors.columns[2].dtype.str == "<u8" and vectors.columns[2][0, 2] == 0xDEADBEEFCAFE
+
+
+@pytest.mark.parametrize("arg", ALL_TYPES, ids=lambda arg: arg.token)
+def test_every_argument_type_round_trips(arg: ArgType):
+    precision, conversion = SPECS[arg.kind, arg.bits]
+    lanes = f"v{arg.vector}" if arg.vector else ""
+    text = f"<%{precision}{lanes}{conversion}>\n"
+    entry = FormatEntry.for_call(text, (arg,))
+    rng = np.random.default_rng(arg.bits * 100 + arg.vector)
+    rows = []
+    for _ in range(5):
+        if arg.kind == FLOAT:
+            components = (rng.standard_normal(arg.components) * 10.0 ** rng.integers(-30, 30)).tolist()
+        else:
+            components = [
+                int(item) for item in rng.integers(0, 1 << arg.bits, arg.components, dtype=np.uint64)
+            ]
+        rows.append(tuple(components) if arg.vector else components[0])
+    decoding = decode_printf_buffer(
+        build_printf_buffer((entry, [value]) for value in rows), FormatTable([entry])
+    )
+    assert decoding.issues == ()
+    assert [item.values for item in decoding.entries] == [(stored(arg, value),) for value in rows]
+    assert decoding.text() == "".join(c_line(entry, [stored(arg, value)]) for value in rows)
+
+
+def test_entry_of_sixteen_thousand_arguments():
+    layout = parse_layout(",".join(["i32"] * 16384))
+    entry = FormatEntry.for_call("%u " * 16384 + "\n", layout)
+    values = list(range(16384))
+    decoding = decode_printf_buffer(build_printf_buffer([(entry, values)] * 2), FormatTable([entry]))
+    assert decoding.issues == () and len(decoding.entries) == 2
+    assert decoding.entries[1].values == tuple(values)
+    assert decoding.text() == ("".join(f"{value} " for value in values) + "\n") * 2
+
+
+def test_entries_view_indexes_slices_and_iterates():
+    data = build_printf_buffer(CALLS * 3)
+    entries = decode_printf_buffer(data, TABLE).entries
+    listed = list(entries)
+    assert len(entries) == len(listed) == 15
+    assert repr([entries[index] for index in range(15)]) == repr(listed)  # repr: NaN != NaN
+    assert repr(entries[-1]) == repr(listed[-1]) and repr(entries[3:9:2]) == repr(listed[3:9:2])
+    with pytest.raises(IndexError):
+        entries[15]
+
+
+@pytest.mark.parametrize("kind", ["bytes", "bytearray", "memoryview", "uint8", "uint32"])
+def test_accepts_bytes_like_and_numpy(kind: str):
+    data = bytes(build_printf_buffer(CALLS))
+    converted = {
+        "bytes": data,
+        "bytearray": bytearray(data),
+        "memoryview": memoryview(data),
+        "uint8": np.frombuffer(data, np.uint8),
+        "uint32": np.frombuffer(data, "<u4").copy(),
+    }[kind]
+    assert decode_printf_buffer(converted, TABLE).text() == decode_printf_buffer(data, TABLE).text()
+
+
+# Capacity, dropped dwords and bad headers ------------------------------------------------------------
+
+
+def test_overflow_counts_dropped_dwords_and_the_unused_tail():
+    sizes = [entry_dwords(entry.layout) for entry, _ in CALLS]
+    capacity = sizes[0] + sizes[1] + 3  # the third entry (2 dwords) fits, the fourth does not
+    decoding = decode_printf_buffer(build_printf_buffer(CALLS, capacity), TABLE)
+    assert [item.id for item in decoding.entries] == [SCALARS.index, WIDE.index, PLAIN.index]
+    assert decoding.capacity == capacity
+    assert decoding.dropped_dwords == sum(sizes) - capacity
+    assert decoding.unused_dwords == 1 and decoding.issues == ()
+
+
+def test_capacity_zero_writes_nothing():
+    decoding = decode_printf_buffer(build_printf_buffer(CALLS, 0, reserved0=0), TABLE, capacity=0)
+    assert len(decoding.entries) == 0 and decoding.dropped_dwords == decoding.buffer_offset
+
+
+def test_amdpal_capacity_is_the_dump_when_reserved0_is_zero():
+    data = build_printf_buffer(CALLS, 20, reserved0=0)
+    decoding = decode_printf_buffer(data, TABLE)
+    assert decoding.capacity == 20 and decoding.dropped_dwords == decoding.buffer_offset - 20
+    assert [item.id for item in decoding.entries] == [SCALARS.index, WIDE.index, PLAIN.index]
+
+
+def test_capacity_argument_overrides_reserved0():
+    data = build_printf_buffer(CALLS)
+    decoding = decode_printf_buffer(data, TABLE, capacity=8)
+    assert len(decoding.entries) == 1 and decoding.dropped_dwords == decoding.buffer_offset - 8
+
+
+def test_truncated_dump_is_reported():
+    data = bytes(build_printf_buffer(CALLS))[:-6]
+    decoding = decode_printf_buffer(data, TABLE)
+    messages = [str(issue) for issue in decoding.issues]
+    assert any("byte(s) after the last whole dword" in message for message in messages)
+    assert any("the dump holds" in message for message in messages)
+    assert any("past the end of the written range" in message for message in messages)
+    assert len(decoding.entries) == len(CALLS) - 1
+
+
+def test_reserved1_is_reported():
+    data = build_printf_buffer(CALLS)
+    data[12:16] = struct.pack("<I", 5)
+    assert "reserved1 is 0x5" in str(decode_printf_buffer(data, TABLE).issues[0])
+
+
+@pytest.mark.parametrize("size", [0, 7, 15])
+def test_shorter_than_the_header_raises(size: int):
+    with pytest.raises(BufferDecodeError, match="shorter than its 16-byte header"):
+        decode_printf_buffer(bytes(size), TABLE)
+
+
+def test_negative_capacity_raises():
+    with pytest.raises(BufferDecodeError, match="negative"):
+        decode_printf_buffer(build_printf_buffer(CALLS), TABLE, capacity=-1)
+
+
+# Reported conditions in the entries ------------------------------------------------------------------
+
+
+def issue_at(decoding, offset: int) -> str:
+    (message,) = [issue.message for issue in decoding.issues if issue.offset == offset]
+    return message
+
+
+def test_unknown_id_is_skipped_by_its_size():
+    decoding = decode_printf_buffer(build_printf_buffer(CALLS), FormatTable([SCALARS, WIDE, VECTORS]))
+    plain_offset = sum(entry_dwords(entry.layout) for entry, _ in CALLS[:2])
+    assert (
+        issue_at(decoding, plain_offset)
+        == f"unknown format string ID {PLAIN.index:#014x}: skipped its 2 dword(s)"
+    )
+    assert [item.id for item in decoding.entries] == [SCALARS.index, WIDE.index, VECTORS.index, SCALARS.index]
+
+
+def raw_entry(entry: FormatEntry, size: int, payload: list[int]) -> bytes:
+    return struct.pack(f"<Q{len(payload)}I", entry_header(entry.index, size), *payload)
+
+
+def test_short_payload_is_reported_and_not_decoded():
+    records = [raw_entry(WIDE, 4, [1, 2]), printf_entry(PLAIN, [])]
+    decoding = decode_printf_buffer(build_buffer(records), TABLE)
+    assert "has 4 dword(s) but its arguments need 8: not decoded" in issue_at(decoding, 0)
+    assert [item.offset for item in decoding.entries] == [4]
+
+
+def test_long_payload_decodes_what_the_layout_needs_and_is_reported():
+    records = [raw_entry(WIDE, 10, [5, 0, 6, 0, 0, 0x3FF00000, 9, 9]), printf_entry(PLAIN, [])]
+    decoding = decode_printf_buffer(build_buffer(records), TABLE)
+    assert "has 10 dword(s), 2 more than its arguments need: decoded the first 8" in issue_at(decoding, 0)
+    assert decoding.entries[0].values == (5, 6, 1.0)
+    assert [item.offset for item in decoding.entries] == [0, 10]
+
+
+@pytest.mark.parametrize("size", [0, 1])
+def test_entry_size_below_two_stops_the_walk(size: int):
+    records = [
+        printf_entry(PLAIN, []),
+        struct.pack("<Q", entry_header(PLAIN.index, size)),
+        printf_entry(PLAIN, []),
+    ]
+    decoding = decode_printf_buffer(build_buffer(records), TABLE)
+    assert f"entrySize {size} is below 2; decoding stopped, 4 dword(s) not decoded" in issue_at(decoding, 2)
+    assert len(decoding.entries) == 1
+
+
+def test_entry_size_past_the_written_range_stops_the_walk():
+    records = [printf_entry(PLAIN, []), raw_entry(SCALARS, 9, [1, 2, 3, 4, 5, 6])]
+    decoding = decode_printf_buffer(build_buffer(records), TABLE)
+    assert "has entrySize 9, past the end of the written range at dword 10" in issue_at(decoding, 2)
+    assert len(decoding.entries) == 1
+
+
+def test_zero_header_resynchronises_at_the_next_known_header():
+    data = build_printf_buffer(CALLS)
+    second = entry_dwords(SCALARS.layout)
+    size = entry_dwords(WIDE.layout)
+    data[HEADER_BYTES + 4 * second : HEADER_BYTES + 4 * (second + size)] = bytes(4 * size)
+    decoding = decode_printf_buffer(data, TABLE)
+    assert issue_at(decoding, second) == (
+        f"zero entry header (allocated but never written): skipped {size} dword(s) to dword {second + size}"
+    )
+    assert [item.id for item in decoding.entries] == [
+        SCALARS.index,
+        PLAIN.index,
+        VECTORS.index,
+        SCALARS.index,
+    ]
+
+
+def test_allocated_but_unwritten_tail_is_reported_when_nothing_overflowed():
+    data = build_printf_buffer(CALLS, 60)
+    data[0:8] = struct.pack("<Q", 60)
+    decoding = decode_printf_buffer(data, TABLE)
+    used = sum(entry_dwords(entry.layout) for entry, _ in CALLS)
+    assert issue_at(decoding, used) == (
+        f"zero entry header (allocated but never written): skipped {60 - used} dword(s) to the end of the "
+        "written range"
+    )
+
+
+def test_payload_that_looks_like_a_header_is_payload():
+    low, high = struct.unpack("<II", printf_entry(PLAIN, []))
+    calls = [
+        (SCALARS, [low, high, 0, 0.0, 0.0]),
+        (VECTORS, [(low, high, low, high), (0.0, 0.0), (0, 0, 0)]),
+    ] * 3
+    decoding = decode_printf_buffer(build_printf_buffer(calls), TABLE)
+    assert decoding.issues == ()
+    assert [item.id for item in decoding.entries] == [entry.index for entry, _ in calls]
+
+
+def test_broken_table_entries_are_reported_not_raised():
+    bad_mask = FormatEntry(0x1111, "%d\n", 1, (1,))
+    bad_string = FormatEntry(0x2222, "%s\n", 1, (0,))
+    records = [struct.pack("<QQ", entry_header(0x1111, 4), 0), struct.pack("<QI", entry_header(0x2222, 3), 0)]
+    decoding = decode_printf_buffer(build_buffer(records), FormatTable([bad_mask, bad_string]))
+    assert "the table's entry for ID 0x000000001111 cannot be decoded" in issue_at(decoding, 0)
+    assert "'%s' is not supported" in issue_at(decoding, 4)
+    assert len(decoding.entries) == 0
+
+
+def test_formats_sharing_the_low_header_dword_are_told_apart():
+    first = FormatEntry(0x0001_0000_BEEF, "a=%u\n", 1, (0,))
+    second = FormatEntry(0x0002_0000_BEEF, "b=%u\n", 1, (0,))
+    third = FormatEntry(0x0003_0000_BEEF, "c=%u %u\n", 2, (0,))
+    calls = [(first, [1]), (second, [2]), (third, [3, 4]), (second, [5]), (first, [6])]
+    decoding = decode_printf_buffer(build_printf_buffer(calls), FormatTable([first, second, third]))
+    assert decoding.text() == "a=1\nb=2\nc=3 4\nb=5\na=6\n" and decoding.issues == ()
+
+
+def test_many_formats_take_the_set_lookup_paths():
+    entries = [entry_for(f"f{number}=%u %v2f\n", "i32,v2f32") for number in range(20)]
+    calls = [(entries[(index * 7) % 20], [index, (index / 2, -index)]) for index in range(200)]
+    decoding = decode_printf_buffer(build_printf_buffer(calls), FormatTable(entries))
+    assert decoding.text() == "".join(
+        c_line(entry, [index, (index / 2, -index)]) for index, (entry, _) in enumerate(calls)
+    )
+    assert len(decoding.columns) == 20
+
+
+# The reference walk and the fuzzing ------------------------------------------------------------------
+
+
+def reference_decode(data: bytes, table, capacity=None):
+    """The documented rules applied one entry at a time: (entries, issue offsets, dropped, unused)."""
+    words = words_of(data)
+    if len(words) < 4:
+        return None
+    buffer_offset = words[0] | words[1] << 32
+    capacity = capacity if capacity is not None else (words[2] or len(words) - 4)
+    allocated = min(buffer_offset, capacity)
+    body = words[4:]
+    end = min(allocated, 1 << 29, len(body))
+    overflowed = buffer_offset > capacity
+
+    def header(position):
+        low = body[position]
+        high = body[position + 1] if position + 1 < end else 0
+        return high << 32 | low, low & 0xFFFF, (high << 16 | low >> 16) & ((1 << 48) - 1)
+
+    def decodable(index):
+        entry = table.get(index)
+        if entry is None:
+            return None
+        try:
+            layout = entry.layout
+            entry.format.check(layout)
+        except DprintfError:
+            return "broken"
+        return entry, layout
+
+    listed = table if isinstance(table, FormatTable) else ()  # LookupOnly cannot list its entries
+    sizes = [entry_dwords(found[1]) for item in listed if isinstance(found := decodable(item.index), tuple)]
+    largest = max(sizes) if sizes else 0xFFFF
+    entries, issues, unused, position = [], [], 0, 0
+    while position < end:
+        raw, size, index = header(position)
+        if raw == 0:
+            target = next(
+                (
+                    place
+                    for place in range(position + 1, end)
+                    if isinstance(found := decodable(header(place)[2]), tuple)
+                    and header(place)[1] == entry_dwords(found[1])
+                    and place + header(place)[1] <= end
+                ),
+                end,
+            )
+            if target == end and overflowed and end - position < largest and not any(body[position:end]):
+                unused = end - position
+            else:
+                issues.append(position)
+            position = target
+            continue
+        if size < 2 or size > end - position:
+            issues.append(position)
+            break
+        found = decodable(index)
+        if isinstance(found, tuple) and size >= entry_dwords(found[1]):
+            if size > entry_dwords(found[1]):
+                issues.append(position)
+            entries.append((position, index, reference_values(body, position + 2, found[1])))
+        else:
+            issues.append(position)
+        position += size
+    return entries, issues, buffer_offset - allocated, unused
+
+
+def reference_values(body: list[int], position: int, layout) -> tuple:
+    values = []
+    for arg in layout:
+        components = []
+        for _ in range(arg.components):
+            bits = body[position] | (body[position + 1] << 32 if arg.is_64bit else 0)
+            position += arg.bits // 32
+            if arg.kind == FLOAT:
+                bits = struct.unpack(
+                    "<d" if arg.is_64bit else "<f", struct.pack("<Q" if arg.is_64bit else "<I", bits)
+                )
+                bits = bits[0]
+            components.append(bits)
+        values.append(tuple(components) if arg.vector else components[0])
+    return tuple(values)
+
+
+def comparable(values) -> str:
+    return repr(values)
+
+
+def check_against_reference(data, table, capacity=None) -> None:
+    expected = reference_decode(bytes(data), table, capacity)
+    try:
+        decoding = decode_printf_buffer(data, table, capacity)
+    except BufferDecodeError:
+        assert expected is None or (capacity is not None and capacity < 0)
+        return
+    entries, issues, dropped, unused = expected
+    assert [(item.offset, item.id, comparable(item.values)) for item in decoding.entries] == [
+        (offset, index, comparable(values)) for offset, index, values in entries
+    ]
+    assert [issue.offset for issue in decoding.issues if issue.offset is not None] == issues
+    assert (decoding.dropped_dwords, decoding.unused_dwords) == (dropped, unused)
+    assert decoding.text() == "".join(
+        format_values(table.get(index).format, values) for _, index, values in entries
+    )
+
+
+class LookupOnly:
+    """A table that can only be asked for one ID at a time."""
+
+    def __init__(self, table: FormatTable) -> None:
+        self._table = table
+
+    def get(self, index: int):
+        return self._table.get(index)
+
+
+FUZZ_FORMATS = FORMATS + (entry_for("%v16f|%v8llu\n", "v16f32,v8i64"),)
+FUZZ_TABLE = FormatTable(FUZZ_FORMATS)
+
+
+@st.composite
+def damaged_buffers(draw: st.DrawFn) -> tuple[bytearray, int | None]:
+    """A buffer of random entries of FUZZ_FORMATS, then damage: overwritten dwords, entry sizes
+    changed, zeroed runs, truncation, another bufferOffset or capacity."""
+    records = []
+    for _ in range(draw(st.integers(0, 30))):
+        entry = draw(st.sampled_from(FUZZ_FORMATS))
+        payload = draw(
+            st.lists(
+                st.integers(0, 0xFFFFFFFF),
+                min_size=entry_dwords(entry.layout) - 2,
+                max_size=entry_dwords(entry.layout) - 2,
+            )
+        )
+        records.append(raw_entry(entry, entry_dwords(entry.layout), payload))
+    total = sum(len(record) for record in records) // 4
+    capacity = draw(st.one_of(st.none(), st.integers(0, total + 8)))
+    data = build_buffer(records, capacity)
+    body = len(data) // 4 - 4
+    headers = [entry_header(entry.index, entry_dwords(entry.layout)) for entry in FUZZ_FORMATS]
+    interesting = st.one_of(
+        st.integers(0, 0xFFFFFFFF),
+        st.sampled_from([0, 1, 2, 3, 0xFFFF, 0x10000]),
+        st.sampled_from([header & 0xFFFFFFFF for header in headers] + [header >> 32 for header in headers]),
+    )
+    for _ in range(draw(st.integers(0, 4))):
+        if body == 0:
+            break
+        kind = draw(st.sampled_from(["dword", "size", "zeros", "header"]))
+        at = draw(st.integers(0, body - 1))
+        if kind == "size" and records:
+            offsets = np.cumsum([0] + [len(record) // 4 for record in records])
+            at = int(offsets[draw(st.integers(0, len(records) - 1))])
+            if at < body:
+                (low,) = struct.unpack_from("<I", data, HEADER_BYTES + 4 * at)
+                struct.pack_into(
+                    "<I", data, HEADER_BYTES + 4 * at, low & 0xFFFF0000 | draw(st.integers(0, 40))
+                )
+        elif kind == "dword":
+            data[HEADER_BYTES + 4 * at : HEADER_BYTES + 4 * at + 4] = struct.pack("<I", draw(interesting))
+        elif kind == "zeros":
+            length = draw(st.integers(1, min(40, body - at)))
+            data[HEADER_BYTES + 4 * at : HEADER_BYTES + 4 * (at + length)] = bytes(4 * length)
+        else:
+            data[:8] = struct.pack("<Q", draw(st.integers(0, body + 20)))
+    if draw(st.booleans()):
+        data = data[: draw(st.integers(0, len(data)))]
+    passed = draw(st.one_of(st.none(), st.integers(0, body + 8)))
+    return data, passed
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of a few dwords and entries, so that the fuzzing crosses block boundaries."""
+    monkeypatch.setattr(printf_buffer, "_BLOCK_DWORDS", 7)
+    monkeypatch.setattr(printf_buffer, "_BLOCK_ENTRIES", 3)
+    monkeypatch.setattr(printf_buffer, "TEXT_CHUNK_ENTRIES", 4)
+
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@FUZZ
+@given(damaged_buffers())
+def test_walk_equals_the_reference_on_damaged_buffers(small_blocks, case):
+    data, capacity = case
+    check_against_reference(data, FUZZ_TABLE, capacity)
+
+
+@FUZZ
+@given(damaged_buffers())
+def test_a_table_that_can_only_be_asked_decodes_the_same(small_blocks, case):
+    data, capacity = case
+    check_against_reference(data, LookupOnly(FUZZ_TABLE), capacity)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400), st.one_of(st.none(), st.integers(-2, 200)))
+def test_random_bytes_decode_or_raise_buffer_decode_error(data: bytes, capacity):
+    try:
+        decoding = decode_printf_buffer(data, FUZZ_TABLE, capacity)
+    except BufferDecodeError:
+        assert len(data) < HEADER_BYTES or capacity < 0
+        return
+    decoding.text()
+    list(decoding.entries)
+
+
+def test_random_payloads_across_many_blocks_match_the_reference(small_blocks):
+    rng = np.random.default_rng(5)
+    records = []
+    for _ in range(400):
+        entry = FUZZ_FORMATS[int(rng.integers(len(FUZZ_FORMATS)))]
+        size = entry_dwords(entry.layout)
+        records.append(raw_entry(entry, size, rng.integers(0, 1 << 32, size - 2, dtype=np.uint64).tolist()))
+    check_against_reference(build_buffer(records), FUZZ_TABLE)
+
+
+def test_non_finite_and_signed_zero_values_keep_their_bits_class():
+    entry = entry_for("%f %f %f %f\n", "f32,f64,f32,f64")
+    values = [float("nan"), float("-inf"), -0.0, 5e-324]
+    (item,) = decode_printf_buffer(build_printf_buffer([(entry, values)]), FormatTable([entry])).entries
+    assert math.isnan(item.values[0]) and item.values[1] == float("-inf")
+    assert math.copysign(1.0, item.values[2]) == -1.0 and item.values[3] == 5e-324
