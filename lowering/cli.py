@@ -12,10 +12,13 @@ from .commands import EXIT_BAD_INPUT, error
 
 DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
 DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)
+DEFAULT_RUN_TIMEOUT_SECONDS = 60.0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dprintf", description="Debug printf and shader abort for GPU compilers.")
+    parser = argparse.ArgumentParser(
+        prog="dprintf", description="Debug printf and shader abort for GPU compilers."
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     lower = commands.add_parser("lower", help="lower printf and abort calls; print the lowered IR")
@@ -23,11 +26,15 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("-o", "--output", metavar="OUT.ll", help="output file (stdout by default)")
     lower.add_argument("--target", choices=("cpu", "amdpal", "nvptx"), default="cpu")
 
-    compile_ = commands.add_parser("compile", help="lower and compile to an ELF object with the table in a note")
+    compile_ = commands.add_parser(
+        "compile", help="lower and compile to an ELF object with the table in a note"
+    )
     compile_.add_argument("inputs", nargs="+", metavar="IN.ll")
     compile_.add_argument("-o", "--output", metavar="OUT", required=True)
     compile_.add_argument("--target", choices=("amdpal", "cpu"), default="amdpal")
-    compile_.add_argument("--mcpu", metavar="NAME", help="target processor (gfx1100 for amdpal, the host for cpu)")
+    compile_.add_argument(
+        "--mcpu", metavar="NAME", help="target processor (gfx1100 for amdpal, the host for cpu)"
+    )
 
     inspect = commands.add_parser("inspect", help="print the format-string table of an ELF")
     inspect.add_argument("file", metavar="FILE")
@@ -36,8 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="lower, run on a device, decode the buffers")
     run.add_argument("input", metavar="IN.ll")
     run.add_argument("--entry", default="main", help="entry function (default: main)")
-    run.add_argument("--invocations", type=_positive, default=1, metavar="N")
-    run.add_argument("--threads", type=_positive, default=1, metavar="T")
+    run.add_argument("--invocations", type=_positive, default=1, metavar="N", help="IDs 0..N-1 (default: 1)")
+    run.add_argument(
+        "--threads", type=_positive, default=1, metavar="T", help="cpu device threads (default: 1, in order)"
+    )
     run.add_argument(
         "--buffer-size",
         type=_positive,
@@ -53,13 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
     )
     run.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
-    run.add_argument("--json", action="store_true")
+    run.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_RUN_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help=f"stop a device still running after this long (default: {DEFAULT_RUN_TIMEOUT_SECONDS:g})",
+    )
+    run.add_argument("--json", action="store_true", help="print one JSON document instead of the output")
 
     decode = commands.add_parser("decode", help="decode raw buffer dumps")
     decode.add_argument("buffer", metavar="BUFFER", help="printf buffer dump ('-' reads stdin)")
     decode.add_argument("--abort-buffer", metavar="FILE", help="abort buffer dump")
-    decode.add_argument("--elf", action="append", required=True, metavar="FILE", help="ELF with a table (repeatable)")
-    decode.add_argument("--capacity", type=int, metavar="DWORDS", help="capacity in dwords (default: reserved0)")
+    decode.add_argument(
+        "--elf", action="append", required=True, metavar="FILE", help="ELF with a table (repeatable)"
+    )
+    decode.add_argument(
+        "--capacity", type=int, metavar="DWORDS", help="capacity in dwords (default: reserved0)"
+    )
     decode.add_argument("--json", action="store_true")
 
     link = commands.add_parser("link", help="one ELF whose table is the union of the inputs'")
@@ -75,6 +95,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not positive")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
     return value
 
 

@@ -1,0 +1,74 @@
+"""`dprintf run`: lower IN.ll, run invocations 0 .. N-1 of its entry on a device, decode (SPEC sections 7, 8).
+
+The printf output goes to stdout exactly as C's printf prints it, entries in buffer order; dropped
+dwords, problems in the buffers and anything the device itself printed go to stderr as warnings, each
+abort message as `error: device lost: shader abort: <text>`, and a device lost otherwise as
+`error: device lost: <why>`. Exit status: 0 when every invocation returned, 3 when the device was lost
+by an abort, 1 when it was lost otherwise (the lowered code crashed, or ran past `--timeout`) and for
+bad input. `--json` prints one JSON document instead, and nothing on stderr (see `run_document`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..harness import Ending, RunResult, run_sources
+from ..lowering_pass import Source
+from . import EXIT_BAD_INPUT, EXIT_DEVICE_LOST, EXIT_OK, error, read_text, warn, write_output
+from .decode_command import document, report_aborts, report_printf
+
+STDIN = "-"
+EXIT_STATUS = {
+    Ending.COMPLETED: EXIT_OK,
+    Ending.ABORTED: EXIT_DEVICE_LOST,
+    Ending.CRASHED: EXIT_BAD_INPUT,
+    Ending.TIMED_OUT: EXIT_BAD_INPUT,
+}
+
+
+def run(args: argparse.Namespace) -> int:
+    source = Source("<stdin>" if args.input == STDIN else args.input, read_text(args.input))
+    result = run_sources(
+        [source],
+        entry=args.entry,
+        invocations=args.invocations,
+        threads=args.threads,
+        buffer_size=args.buffer_size,
+        abort_buffer_size=args.abort_buffer_size,
+        device=args.device,
+        timeout=args.timeout,
+    )
+    status = EXIT_STATUS[result.ending]
+    if args.json:
+        write_output(None, json.dumps(run_document(result, status), allow_nan=False) + "\n")
+        return status
+    for chunk in result.printf.text_chunks():
+        sys.stdout.buffer.write(chunk.encode("utf-8", "surrogateescape"))
+    sys.stdout.flush()
+    report_printf(result.printf)
+    report_aborts(result.abort)
+    for message in result.guard_issues:
+        warn(message)
+    if result.status.detail:
+        warn(f"the {result.device} device printed: {result.status.detail}")
+    if result.ending in (Ending.CRASHED, Ending.TIMED_OUT):
+        error(f"device lost: {result.loss}")
+    return status
+
+
+def run_document(result: RunResult, status: int) -> dict[str, Any]:
+    """`dprintf decode`'s document, with `warnings` the stores past a capacity, and how the device ended."""
+    report = document(result.printf, result.abort, result.guard_issues, status)
+    report["device"] = {
+        "name": result.device,
+        "outcome": result.ending.value,
+        "loss": result.loss,
+        "signal": result.signal_name,
+        "exit_status": result.status.exit_status,
+        "seconds": result.status.seconds,
+        "output": result.status.detail,
+    }
+    return report

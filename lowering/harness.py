@@ -1,0 +1,326 @@
+"""Running lowered code on a device and decoding what it wrote (SPEC section 7).
+
+The harness is the driver: it lowers for the device's target, finds the entry function, allocates and
+initialises the printf and abort buffers (SPEC sections 4 and 5), has a `Device` run invocations
+`0 .. N-1`, and decodes the buffers into a `RunResult`. A device only moves bytes and runs code: it
+receives the buffers' initial images and returns them as the code left them, with how it ended.
+
+Each image is the buffer (header and capacity) followed by `GUARD_BYTES` of `GUARD_FILL`: the capacity
+written into `reserved0` ends where the guard begins, so a changed guard byte proves a store past the
+capacity, which the result reports.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import llvmlite.binding as llvm
+
+from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
+from metadata.buffer_builder import build_buffer
+from metadata.errors import DprintfError
+from metadata.layout import HEADER_BYTES, OFFSET_CLAMP_DWORDS
+from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
+from metadata.table import FormatTable
+
+from .cli import DEFAULT_ABORT_BUFFER_BYTES, DEFAULT_PRINTF_BUFFER_BYTES, DEFAULT_RUN_TIMEOUT_SECONDS
+from .lowering_pass import LoweredModule, Source, lower_sources
+from .targets import Target
+
+GUARD_BYTES = 256
+GUARD_FILL = 0xA5
+INPUT_ADDRESS_SPACE = 7
+MAX_INVOCATIONS = 1 << 32
+
+
+class DeviceError(DprintfError):
+    """A device that is not available, or that cannot run the code it was given."""
+
+
+@dataclass(frozen=True, slots=True)
+class EntryPoint:
+    """The entry function: its name and whether it takes the abort buffer between printf's and the ID."""
+
+    name: str
+    takes_abort_buffer: bool
+
+    @property
+    def ir_name(self) -> str:
+        """The function's name as IR spells it, quoted so that any name is valid."""
+        escaped = "".join(f"\\{ord(char):02X}" if char in '"\\' else char for char in self.name)
+        return f'@"{escaped}"'
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads."""
+
+    ir: str
+    entry: EntryPoint
+    invocations: int
+    threads: int
+    timeout: float
+
+
+class Ending(enum.Enum):
+    """How a run ended, as the harness reports it."""
+
+    COMPLETED = "completed"
+    ABORTED = "aborted"
+    CRASHED = "crashed"
+    TIMED_OUT = "timed out"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceStatus:
+    """How the device stopped: every invocation returned (in `seconds`, when the device measures it), or it
+    was lost (a signal, an exit status, the timeout). `detail` is what the device printed, if anything."""
+
+    finished: bool
+    timed_out: bool = False
+    signal: int | None = None
+    exit_status: int | None = None
+    timeout: float | None = None
+    seconds: float | None = None
+    detail: str = ""
+
+    @classmethod
+    def completed(cls, detail: str = "", seconds: float | None = None) -> DeviceStatus:
+        return cls(finished=True, seconds=seconds, detail=detail)
+
+    @classmethod
+    def lost(
+        cls, signal: int | None = None, exit_status: int | None = None, detail: str = ""
+    ) -> DeviceStatus:
+        return cls(finished=False, signal=signal, exit_status=exit_status, detail=detail)
+
+    @classmethod
+    def timed_out_after(cls, timeout: float, detail: str = "") -> DeviceStatus:
+        return cls(finished=False, timed_out=True, timeout=timeout, detail=detail)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRun:
+    """The images (printf, abort) as the device left them, guards included, and how it stopped."""
+
+    images: tuple[bytes, bytes]
+    status: DeviceStatus
+
+
+class Device(Protocol):
+    """A place to run lowered code. `name` is how `--device` spells it; `target` is the lowering target of
+    the code it runs. `run` runs `launch` with the buffers initialised from `images` (printf, abort; the
+    entry receives their addresses), and returns the images as the code left them. It raises DeviceError
+    when it cannot run the code at all; a device lost while running is a `DeviceStatus`, not an error.
+    It never waits longer than `launch.timeout` seconds for the code."""
+
+    name: str
+    target: str
+
+    def run(self, launch: Launch, images: Sequence[bytes]) -> DeviceRun: ...
+
+
+DEVICE_MODULES = {"cpu": "lowering.cpu_device", "nvptx": "lowering.nvptx_device"}
+
+
+def open_device(name: str) -> Device:
+    """The device called `name`: its module's `open_device()`; DeviceError when it is not available."""
+    if name not in DEVICE_MODULES:
+        raise DeviceError(f"unknown device {name!r} (expected one of: {', '.join(DEVICE_MODULES)})")
+    try:
+        module = importlib.import_module(DEVICE_MODULES[name])
+    except ModuleNotFoundError as failure:
+        if failure.name != DEVICE_MODULES[name]:
+            raise
+        raise DeviceError(f"no {name} device is available: this installation has no support for it") from None
+    return module.open_device()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run: how it ended, the decoded buffers, the raw buffers (header and capacity) and their guards."""
+
+    device: str
+    ending: Ending
+    status: DeviceStatus
+    printf: PrintfDecoding
+    abort: AbortDecoding
+    printf_buffer: bytes
+    abort_buffer: bytes
+    printf_guard: bytes
+    abort_guard: bytes
+
+    @property
+    def device_lost(self) -> bool:
+        return self.ending is not Ending.COMPLETED
+
+    @property
+    def signal_name(self) -> str | None:
+        return signal.Signals(self.status.signal).name if self.status.signal is not None else None
+
+    def text(self) -> str:
+        """The printf output: every decoded entry formatted, in buffer order."""
+        return self.printf.text()
+
+    @property
+    def guard_issues(self) -> list[str]:
+        """A message for each buffer whose guard changed: the code stored past the capacity."""
+        issues = []
+        for name, guard in (("printf", self.printf_guard), ("abort", self.abort_guard)):
+            changed = [offset for offset, byte in enumerate(guard) if byte != GUARD_FILL]
+            if changed:
+                issues.append(
+                    f"the lowered code wrote past the {name} buffer's capacity "
+                    f"({len(changed)} guard byte(s) changed, the first {changed[0]} byte(s) past the end)"
+                )
+        return issues
+
+    @property
+    def issues(self) -> list[str]:
+        """Every problem found: the decoders' issues of both buffers, then `guard_issues`."""
+        return [str(issue) for issue in (*self.printf.issues, *self.abort.issues)] + self.guard_issues
+
+    @property
+    def loss(self) -> str | None:
+        """Why the device was lost, in words; None when it completed."""
+        if self.ending is Ending.ABORTED:
+            return "shader abort"
+        if self.ending is Ending.TIMED_OUT:
+            return f"timed out after {self.status.timeout:g} s; the {self.device} device was stopped"
+        if self.ending is Ending.CRASHED:
+            how = self.signal_name or f"exit status {self.status.exit_status}"
+            verb = "crashed with" if self.signal_name else "ended with"
+            return f"the {self.device} device's worker {verb} {how}"
+        return None
+
+
+def run_sources(
+    sources: Sequence[Source],
+    *,
+    entry: str = "main",
+    invocations: int = 1,
+    threads: int = 1,
+    buffer_size: int = DEFAULT_PRINTF_BUFFER_BYTES,
+    abort_buffer_size: int = DEFAULT_ABORT_BUFFER_BYTES,
+    device: str | Device = "cpu",
+    timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS,
+) -> RunResult:
+    """Lower `sources` for `device`, run invocations `0 .. invocations-1` of `entry`, decode the buffers.
+
+    Sizes are whole buffers in bytes, header included. Raises DprintfError (LoweringError, DeviceError)
+    for bad input; a device lost by an abort, a crash or the timeout is a result, not an error.
+    """
+    chosen = open_device(device) if isinstance(device, str) else device
+    lowered = lower_sources(sources, target=chosen.target)
+    return run_lowered(
+        lowered,
+        entry=entry,
+        invocations=invocations,
+        threads=threads,
+        buffer_size=buffer_size,
+        abort_buffer_size=abort_buffer_size,
+        device=chosen,
+        timeout=timeout,
+    )
+
+
+def run_lowered(
+    lowered: LoweredModule,
+    *,
+    entry: str = "main",
+    invocations: int = 1,
+    threads: int = 1,
+    buffer_size: int = DEFAULT_PRINTF_BUFFER_BYTES,
+    abort_buffer_size: int = DEFAULT_ABORT_BUFFER_BYTES,
+    device: str | Device = "cpu",
+    timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS,
+) -> RunResult:
+    """Run already lowered code (see `run_sources`)."""
+    chosen = open_device(device) if isinstance(device, str) else device
+    if lowered.target.name != chosen.target:
+        raise DeviceError(
+            f"the {chosen.name} device runs code lowered for {chosen.target}, not {lowered.target.name}"
+        )
+    _require_positive(invocations=invocations, threads=threads, timeout=timeout)
+    if invocations > MAX_INVOCATIONS:
+        raise DeviceError(
+            f"{invocations} invocations are more than the {MAX_INVOCATIONS} 32-bit IDs can number"
+        )
+    launch = Launch(lowered.ir, find_entry(lowered.ir, entry, lowered.target), invocations, threads, timeout)
+    images = (initial_image(buffer_size, "printf"), initial_image(abort_buffer_size, "abort"))
+    ran = chosen.run(launch, images)
+    return _result(chosen.name, ran, lowered.table)
+
+
+def find_entry(ir: str, name: str, target: Target) -> EntryPoint:
+    """The entry function `name` of lowered `ir`, checked against the two signatures of SPEC section 7."""
+    buffer = f"ptr addrspace({target.buffer_address_space or INPUT_ADDRESS_SPACE})"
+    signatures = {
+        f"void ({buffer}, i32)": False,
+        f"void ({buffer}, {buffer}, i32)": True,
+    }
+    try:
+        function = llvm.parse_assembly(ir).get_function(name)
+    except NameError:
+        raise DeviceError(f"the module has no entry function @{name}") from None
+    except RuntimeError as failure:
+        raise DeviceError(f"the lowered module does not parse: {failure}") from None
+    if function.is_declaration:
+        raise DeviceError(f"the entry function @{name} is only declared, not defined")
+    signature = str(function.global_value_type)
+    if signature not in signatures:
+        expected = " or ".join(f"'{text}'" for text in signatures)
+        raise DeviceError(f"the entry function @{name} has type '{signature}', expected {expected}")
+    return EntryPoint(name, signatures[signature])
+
+
+def initial_image(size: int, name: str) -> bytes:
+    """A buffer of `size` bytes (whole dwords of it) as the driver sets it up, then the guard: `bufferOffset`
+    0, `reserved0` the capacity in dwords after the header (the targets run here have no descriptor range,
+    so the code checks it), `reserved1` 0."""
+    if size < HEADER_BYTES:
+        raise DeviceError(f"the {name} buffer needs at least {HEADER_BYTES} bytes for its header, not {size}")
+    capacity = (size - HEADER_BYTES) // 4
+    if capacity > OFFSET_CLAMP_DWORDS:
+        raise DeviceError(
+            f"the {name} buffer is {size} bytes, more than the {HEADER_BYTES + 4 * OFFSET_CLAMP_DWORDS} "
+            "that the 2 GiB offset clamp lets the code use"
+        )
+    return bytes(build_buffer((), capacity)) + bytes([GUARD_FILL]) * GUARD_BYTES
+
+
+def _result(device: str, ran: DeviceRun, table: FormatTable) -> RunResult:
+    (printf_image, abort_image), status = ran.images, ran.status
+    printf_buffer, printf_guard = printf_image[:-GUARD_BYTES], printf_image[-GUARD_BYTES:]
+    abort_buffer, abort_guard = abort_image[:-GUARD_BYTES], abort_image[-GUARD_BYTES:]
+    abort = decode_abort_buffer(abort_buffer, table)
+    if abort.device_lost:
+        ending = Ending.ABORTED
+    elif status.finished:
+        ending = Ending.COMPLETED
+    elif status.timed_out:
+        ending = Ending.TIMED_OUT
+    else:
+        ending = Ending.CRASHED
+    return RunResult(
+        device=device,
+        ending=ending,
+        status=status,
+        printf=decode_printf_buffer(printf_buffer, table),
+        abort=abort,
+        printf_buffer=printf_buffer,
+        abort_buffer=abort_buffer,
+        printf_guard=printf_guard,
+        abort_guard=abort_guard,
+    )
+
+
+def _require_positive(**values: float) -> None:
+    for name, value in values.items():
+        if value <= 0:
+            raise DeviceError(f"{name} must be positive, not {value}")
