@@ -1,0 +1,33 @@
+"""The driver side stands alone: `metadata` imports and decodes with llvmlite unavailable."""
+
+import subprocess
+import sys
+import textwrap
+
+DRIVER = textwrap.dedent(
+    """
+    import sys
+
+    class NoLlvmlite:
+        def find_spec(self, name, path=None, target=None):
+            if name == "llvmlite" or name.startswith(("llvmlite.", "lowering")):
+                raise ImportError(f"{name} is blocked in this test")
+
+    sys.meta_path.insert(0, NoLlvmlite())
+    import metadata
+    from metadata.buffer_builder import build_printf_buffer
+    from metadata.layout import parse_layout
+
+    entry = metadata.FormatEntry.for_call("id %u: %v2f\\n", parse_layout("i32,v2f32"))
+    registry = metadata.FormatRegistry()
+    registry.load_elf(metadata.note_only_elf(metadata.FormatTable([entry]).encode()), "driver.elf")
+    buffer = build_printf_buffer([(entry, [7, (0.5, -2.0)])], capacity=64)
+    sys.stdout.write(metadata.decode_printf_buffer(buffer, registry).text())
+    """
+)
+
+
+def test_metadata_decodes_without_llvmlite() -> None:
+    result = subprocess.run([sys.executable, "-c", DRIVER], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "id 7: 0.500000, -2.000000\n"
