@@ -1,0 +1,299 @@
+"""The `nvptx` device (SPEC section 7): lowered code run as a CUDA kernel on an NVIDIA GPU through CuPy.
+
+The harness process compiles: it appends a kernel to the lowered module (`kernel_ir`: invocation ID
+`ctaid.x * ntid.x + tid.x`, a bounds check, a call of the entry) and makes PTX with LLVM's NVPTX
+backend (`kernel_ptx`). A worker process (`python -m lowering.nvptx_device`, a fresh interpreter, so
+the caller's CUDA state and threads do not matter) loads the PTX with CuPy, launches one thread per
+invocation and copies the buffers back.
+
+Both buffer images live in a shared-memory file (a memfd) that the harness maps too. The abort buffer
+is used in place: the worker pins that memory and maps it into the GPU's address space, so an abort
+record, fenced at system scope before the trap, is in host memory when the context is lost and the
+harness reads it after the worker has gone. The printf buffer lives in device memory and is copied
+back, except for entries that take an abort buffer: then it is mapped host memory too, so that the
+output written before an abort survives the loss of the context. A GPU runs invocations concurrently:
+the order of the entries varies from run to run, and `--threads` has no meaning here.
+
+CuPy is an optional dependency (`pip install dprintf[gpu]`); without it, or without a GPU, opening the
+device raises DeviceError saying which is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .codegen import optimize, target_machine
+from .cpu_device import _become_device, _pages, _regions, _report, _SharedFile
+from .diagnostics import LoweringError
+from .harness import DeviceError, DeviceRun, DeviceStatus, EntryPoint, Launch
+from .ir_module import parse_source, verify
+from .targets import Target, get_target
+
+KERNEL_NAME = "dprintf_kernel"
+BLOCK_THREADS = 256
+MAX_INVOCATIONS = (1 << 32) - 1
+TARGET: Target = get_target("nvptx")
+
+_CUDA_HOST_REGISTER_MAPPED = 0x02
+_CUDA_DEV_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91
+_LOG_TAIL_BYTES = 4000
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
+_WORKER_LOST_STATUS = 1
+
+_RUNNING = "running"
+_COMPLETED = "completed"
+_FAILED = "failed"
+_LOST = "lost"
+
+
+def open_device() -> NvptxDevice:
+    """The GPU device; DeviceError naming what is missing when CuPy or a CUDA GPU is not there."""
+    count, reason = gpu_count()
+    if not count:
+        raise DeviceError(f"no nvptx device is available: {reason}")
+    return NvptxDevice()
+
+
+def gpu_count() -> tuple[int, str]:
+    """How many CUDA GPUs CuPy sees in this process, and why there are none when there are none."""
+    try:
+        import cupy
+    except ImportError:
+        return 0, "CuPy is not installed (pip install 'dprintf[gpu]')"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as failure:
+        return 0, f"CUDA reports no usable GPU ({failure})"
+    return count, "" if count else "CUDA reports no GPU"
+
+
+class NvptxDevice:
+    """An NVIDIA GPU (the first one CUDA lists) as a device; `run` follows `harness.Device`."""
+
+    name = "nvptx"
+    target = TARGET.name
+
+    def run(self, launch: Launch, images: Sequence[bytes]) -> DeviceRun:
+        if launch.invocations > MAX_INVOCATIONS:
+            raise DeviceError(
+                f"the nvptx device runs at most {MAX_INVOCATIONS} invocations, not {launch.invocations}"
+            )
+        ptx = kernel_ptx(launch.ir, launch.entry)
+        regions = _regions(images)
+        with _SharedFile("dprintf-gpu-buffers", sum(_pages(len(image)) for image in images)) as memory:
+            for (offset, size), image in zip(regions, images, strict=True):
+                memory.view[offset : offset + size] = image
+            status = _supervise(launch, ptx, regions, memory.fd)
+            return DeviceRun(
+                tuple(bytes(memory.view[offset : offset + size]) for offset, size in regions), status
+            )
+
+
+def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME) -> str:
+    """IR of the kernel `@name(printf, abort, count)`: invocation `ctaid.x * ntid.x + tid.x` calls the entry
+    when it is below `count`. The buffers are global memory, address space 1 (SPEC section 4, nvptx)."""
+    buffer = f"ptr addrspace({TARGET.buffer_address_space})"
+    buffers = f"{buffer} %printf" + (f", {buffer} %abort" if entry.takes_abort_buffer else "")
+    return f"""
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+
+define ptx_kernel void @{name}({buffer} %printf, {buffer} %abort, i32 %count) {{
+entry:
+  %block = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %block.size = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %thread = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %block.first = mul i32 %block, %block.size
+  %invocation = add i32 %block.first, %thread
+  %inside = icmp ult i32 %invocation, %count
+  br i1 %inside, label %run, label %done
+run:
+  call void {entry.ir_name}({buffers}, i32 %invocation)
+  br label %done
+done:
+  ret void
+}}
+"""
+
+
+def kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None = None) -> str:
+    """PTX of lowered `ir` with the kernel of `kernel_ir` appended, optimised at -O2 for `cpu` (sm_90).
+
+    The entry becomes internal, so that the inliner folds it into the kernel, the only caller: the
+    buffer pointers are then the kernel's parameters, which ptxas knows to be uniform.
+    DeviceError when the module does not compile, or already defines the kernel's name.
+    """
+    if re.search(rf"@{KERNEL_NAME}\b|@\"{KERNEL_NAME}\"", ir):
+        raise DeviceError(f"the module already defines @{KERNEL_NAME}, the name of the nvptx device's kernel")
+    source = f"<lowered {entry.name} with the nvptx kernel>"
+    try:
+        module = parse_source(source, ir + kernel_ir(entry))
+        module.get_function(entry.name).linkage = "internal"
+        machine = target_machine(TARGET, cpu)
+        optimize(module, machine)
+        verify(module, source)
+        return machine.emit_assembly(module)
+    except (RuntimeError, LoweringError) as failure:
+        raise DeviceError(f"the lowered code does not compile for the GPU: {failure}") from None
+
+
+class CudaKernel:
+    """A kernel of `kernel_ptx`, loaded with CuPy into the current CUDA context; launched one thread per
+    invocation, `BLOCK_THREADS` to a block. Buffer arguments are device addresses (ints)."""
+
+    def __init__(self, ptx: str, name: str = KERNEL_NAME) -> None:
+        import cupy
+
+        with tempfile.TemporaryDirectory(prefix="dprintf-ptx-") as directory:
+            path = Path(directory) / "kernel.ptx"
+            path.write_text(ptx)
+            self.module = cupy.RawModule(path=str(path))
+            self.function = self.module.get_function(name)
+
+    def launch(self, printf: int, abort: int, invocations: int, stream=None) -> None:
+        """Queue invocations `0 .. invocations-1` on `stream` (the current one by default)."""
+        blocks = max(1, -(-invocations // BLOCK_THREADS))
+        self.function(
+            (blocks,),
+            (BLOCK_THREADS,),
+            (np.uint64(printf), np.uint64(abort), np.uint32(invocations)),
+            stream=stream,
+        )
+
+
+def _supervise(launch: Launch, ptx: str, regions: list[tuple[int, int]], memory_fd: int) -> DeviceStatus:
+    """Run a worker; wait for it at most `launch.timeout` seconds; say how it ended."""
+    job = {
+        "ptx": ptx,
+        "invocations": launch.invocations,
+        "memory_fd": memory_fd,
+        "regions": regions,
+        "printf_on_host": launch.entry.takes_abort_buffer,
+    }
+    environment = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+    )
+    with tempfile.TemporaryFile() as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            pass_fds=(memory_fd,),
+            env=environment,
+        )
+        try:
+            events, _ = worker.communicate(json.dumps(job).encode(), timeout=launch.timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            events, _ = worker.communicate()
+            timed_out = True
+        log.seek(0)
+        detail = log.read()[-_LOG_TAIL_BYTES:].decode("utf-8", "replace").strip()
+    return _status(launch, worker.returncode, timed_out, events.decode("utf-8", "replace"), detail)
+
+
+def _status(launch: Launch, returncode: int, timed_out: bool, events: str, log: str) -> DeviceStatus:
+    """How the worker ended; DeviceError when it never got as far as launching the kernel."""
+    reported = dict(line.partition(": ")[::2] for line in events.splitlines())
+    if _FAILED in reported:
+        raise DeviceError(f"the nvptx device cannot run the lowered code: {reported[_FAILED]}")
+    if timed_out:
+        return DeviceStatus.timed_out_after(launch.timeout, reported.get(_LOST, log))
+    if _RUNNING not in reported:
+        detail = f": {log}" if log else ""
+        raise DeviceError(
+            f"the nvptx device's worker ended with status {returncode} before launching the kernel{detail}"
+        )
+    if _COMPLETED in reported and returncode == 0:
+        return DeviceStatus.completed(log, seconds=float(reported[_COMPLETED]))
+    if returncode < 0:
+        return DeviceStatus.lost(signal=-returncode, detail=reported.get(_LOST, log))
+    return DeviceStatus.lost(exit_status=returncode, detail=reported.get(_LOST, log))
+
+
+# The worker.
+
+
+def serve() -> None:
+    """The worker's body: set the GPU up, report, run every invocation, copy back, report."""
+    job = json.loads(sys.stdin.buffer.read())
+    events = _become_device()
+    memory = mmap.mmap(job["memory_fd"], 0)
+    try:
+        run = _GpuRun(memory, job)
+    except (ImportError, RuntimeError, MemoryError) as failure:
+        _report(events, _FAILED, _describe(failure))
+        return
+    _report(events, _RUNNING)
+    try:
+        seconds = run.execute()
+    except RuntimeError as failure:
+        _report(events, _LOST, _describe(failure))
+        os._exit(_WORKER_LOST_STATUS)  # the context is lost: skip CuPy's clean-up, which would fail too
+    run.copy_back()
+    _report(events, _COMPLETED, f"{seconds!r}")
+
+
+class _GpuRun:
+    """The worker's GPU state: the kernel, the buffers' device addresses, the printf buffer's device copy."""
+
+    def __init__(self, memory: mmap.mmap, job: dict) -> None:
+        import cupy
+
+        self.cupy = cupy
+        self.invocations = job["invocations"]
+        self.host = np.frombuffer(memory, dtype=np.uint8)
+        (printf_offset, printf_size), (abort_offset, abort_size) = job["regions"]
+        self.printf_view = self.host[printf_offset : printf_offset + printf_size]
+        if not cupy.cuda.runtime.deviceGetAttribute(
+            _CUDA_DEV_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0
+        ):
+            raise RuntimeError("the GPU cannot address registered host memory at its host address")
+        self.abort = self._map_host(abort_offset, abort_size)
+        self.printf_device = None
+        if job["printf_on_host"]:
+            self.printf = self._map_host(printf_offset, printf_size)
+        else:
+            self.printf_device = cupy.asarray(self.printf_view)
+            self.printf = self.printf_device.data.ptr
+        self.kernel = CudaKernel(job["ptx"])
+
+    def _map_host(self, offset: int, size: int) -> int:
+        """Pin `size` bytes of the shared file at `offset` and map them for the GPU; their device address."""
+        address = self.host.ctypes.data + offset
+        self.cupy.cuda.runtime.hostRegister(address, _pages(size), _CUDA_HOST_REGISTER_MAPPED)
+        return address
+
+    def execute(self) -> float:
+        """Run every invocation; the seconds the kernel took, by CUDA events."""
+        start, end = self.cupy.cuda.Event(), self.cupy.cuda.Event()
+        start.record()
+        self.kernel.launch(self.printf, self.abort, self.invocations)
+        end.record()
+        end.synchronize()
+        return self.cupy.cuda.get_elapsed_time(start, end) / 1000
+
+    def copy_back(self) -> None:
+        if self.printf_device is not None:
+            self.printf_device.get(out=self.printf_view)
+
+
+def _describe(failure: BaseException) -> str:
+    return " ".join(str(failure).split()) or type(failure).__name__
+
+
+if __name__ == "__main__":
+    serve()
