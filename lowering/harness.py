@@ -193,10 +193,17 @@ class RunResult:
         if self.ending is Ending.TIMED_OUT:
             return f"timed out after {self.status.timeout:g} s; the {self.device} device was stopped"
         if self.ending is Ending.CRASHED:
-            how = self.signal_name or f"exit status {self.status.exit_status}"
-            verb = "crashed with" if self.signal_name else "ended with"
-            return f"the {self.device} device's worker {verb} {how}"
+            return self._crash()
         return None
+
+    def _crash(self) -> str:
+        """How the worker ended, then the last line the device said (a lost GPU context's CUDA error)."""
+        if self.signal_name:
+            crash = f"the {self.device} device's worker crashed with {self.signal_name}"
+        else:
+            crash = f"the {self.device} device's worker ended with exit status {self.status.exit_status}"
+        last_line = self.status.detail.rpartition("\n")[2]
+        return f"{crash}: {last_line}" if last_line else crash
 
 
 def run_sources(
@@ -299,17 +306,9 @@ def _result(device: str, ran: DeviceRun, table: FormatTable) -> RunResult:
     printf_buffer, printf_guard = printf_image[:-GUARD_BYTES], printf_image[-GUARD_BYTES:]
     abort_buffer, abort_guard = abort_image[:-GUARD_BYTES], abort_image[-GUARD_BYTES:]
     abort = decode_abort_buffer(abort_buffer, table)
-    if abort.device_lost:
-        ending = Ending.ABORTED
-    elif status.finished:
-        ending = Ending.COMPLETED
-    elif status.timed_out:
-        ending = Ending.TIMED_OUT
-    else:
-        ending = Ending.CRASHED
     return RunResult(
         device=device,
-        ending=ending,
+        ending=_ending(abort, status),
         status=status,
         printf=decode_printf_buffer(printf_buffer, table),
         abort=abort,
@@ -318,6 +317,15 @@ def _result(device: str, ran: DeviceRun, table: FormatTable) -> RunResult:
         printf_guard=printf_guard,
         abort_guard=abort_guard,
     )
+
+
+def _ending(abort: AbortDecoding, status: DeviceStatus) -> Ending:
+    """An abort record says the device was lost by an abort, however the worker ended; else its status."""
+    if abort.device_lost:
+        return Ending.ABORTED
+    if status.finished:
+        return Ending.COMPLETED
+    return Ending.TIMED_OUT if status.timed_out else Ending.CRASHED
 
 
 def _require_positive(**values: float) -> None:

@@ -2,11 +2,11 @@
 
 The harness process compiles: it appends a kernel to the lowered module (`kernel_ir`: invocation ID
 `ctaid.x * ntid.x + tid.x`, a bounds check, a call of the entry) and makes PTX with LLVM's NVPTX
-backend (`kernel_ptx`). A worker process (`python -m lowering.nvptx_device`, a fresh interpreter, so
-the caller's CUDA state and threads do not matter) loads the PTX with CuPy, launches one thread per
-invocation and copies the buffers back.
+backend (`kernel_ptx`). A worker process (`python -m lowering.nvptx_device`, see `device_worker`; a
+fresh interpreter, so the caller's CUDA state and threads do not matter) loads the PTX with CuPy,
+launches one thread per invocation and copies the buffers back.
 
-Both buffer images live in a shared-memory file (a memfd) that the harness maps too. The abort buffer
+Both buffer images live in the worker's shared-memory file, which the harness maps too. The abort buffer
 is used in place: the worker pins that memory and maps it into the GPU's address space, so an abort
 record, fenced at system scope before the trap, is in host memory when the context is lost and the
 harness reads it after the worker has gone. The printf buffer lives in device memory and is copied
@@ -20,12 +20,8 @@ device raises DeviceError saying which is missing.
 
 from __future__ import annotations
 
-import json
 import mmap
-import os
 import re
-import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from .codegen import optimize, target_machine
-from .cpu_device import _become_device, _pages, _regions, _report, _SharedFile
+from .device_worker import Job, run_worker, serve, whole_pages
 from .diagnostics import LoweringError
-from .harness import DeviceError, DeviceRun, DeviceStatus, EntryPoint, Launch
+from .harness import DeviceError, DeviceRun, EntryPoint, Launch
 from .ir_module import parse_source, verify
 from .targets import Target, get_target
 
@@ -46,14 +42,6 @@ TARGET: Target = get_target("nvptx")
 
 _CUDA_HOST_REGISTER_MAPPED = 0x02
 _CUDA_DEV_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91
-_LOG_TAIL_BYTES = 4000
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
-_WORKER_LOST_STATUS = 1
-
-_RUNNING = "running"
-_COMPLETED = "completed"
-_FAILED = "failed"
-_LOST = "lost"
 
 
 def open_device() -> NvptxDevice:
@@ -88,15 +76,12 @@ class NvptxDevice:
             raise DeviceError(
                 f"the nvptx device runs at most {MAX_INVOCATIONS} invocations, not {launch.invocations}"
             )
-        ptx = kernel_ptx(launch.ir, launch.entry)
-        regions = _regions(images)
-        with _SharedFile("dprintf-gpu-buffers", sum(_pages(len(image)) for image in images)) as memory:
-            for (offset, size), image in zip(regions, images, strict=True):
-                memory.view[offset : offset + size] = image
-            status = _supervise(launch, ptx, regions, memory.fd)
-            return DeviceRun(
-                tuple(bytes(memory.view[offset : offset + size]) for offset, size in regions), status
-            )
+        job = {
+            "ptx": kernel_ptx(launch.ir, launch.entry),
+            "invocations": launch.invocations,
+            "printf_on_host": launch.entry.takes_abort_buffer,
+        }
+        return run_worker(self.name, __name__, job, images, launch.timeout)
 
 
 def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME) -> str:
@@ -172,85 +157,13 @@ class CudaKernel:
         )
 
 
-def _supervise(launch: Launch, ptx: str, regions: list[tuple[int, int]], memory_fd: int) -> DeviceStatus:
-    """Run a worker; wait for it at most `launch.timeout` seconds; say how it ended."""
-    job = {
-        "ptx": ptx,
-        "invocations": launch.invocations,
-        "memory_fd": memory_fd,
-        "regions": regions,
-        "printf_on_host": launch.entry.takes_abort_buffer,
-    }
-    environment = dict(
-        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
-    )
-    with tempfile.TemporaryFile() as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            pass_fds=(memory_fd,),
-            env=environment,
-        )
-        try:
-            events, _ = worker.communicate(json.dumps(job).encode(), timeout=launch.timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            events, _ = worker.communicate()
-            timed_out = True
-        log.seek(0)
-        detail = log.read()[-_LOG_TAIL_BYTES:].decode("utf-8", "replace").strip()
-    return _status(launch, worker.returncode, timed_out, events.decode("utf-8", "replace"), detail)
-
-
-def _status(launch: Launch, returncode: int, timed_out: bool, events: str, log: str) -> DeviceStatus:
-    """How the worker ended; DeviceError when it never got as far as launching the kernel."""
-    reported = dict(line.partition(": ")[::2] for line in events.splitlines())
-    if _FAILED in reported:
-        raise DeviceError(f"the nvptx device cannot run the lowered code: {reported[_FAILED]}")
-    if timed_out:
-        return DeviceStatus.timed_out_after(launch.timeout, reported.get(_LOST, log))
-    if _RUNNING not in reported:
-        detail = f": {log}" if log else ""
-        raise DeviceError(
-            f"the nvptx device's worker ended with status {returncode} before launching the kernel{detail}"
-        )
-    if _COMPLETED in reported and returncode == 0:
-        return DeviceStatus.completed(log, seconds=float(reported[_COMPLETED]))
-    if returncode < 0:
-        return DeviceStatus.lost(signal=-returncode, detail=reported.get(_LOST, log))
-    return DeviceStatus.lost(exit_status=returncode, detail=reported.get(_LOST, log))
-
-
 # The worker.
-
-
-def serve() -> None:
-    """The worker's body: set the GPU up, report, run every invocation, copy back, report."""
-    job = json.loads(sys.stdin.buffer.read())
-    events = _become_device()
-    memory = mmap.mmap(job["memory_fd"], 0)
-    try:
-        run = _GpuRun(memory, job)
-    except (ImportError, RuntimeError, MemoryError) as failure:
-        _report(events, _FAILED, _describe(failure))
-        return
-    _report(events, _RUNNING)
-    try:
-        seconds = run.execute()
-    except RuntimeError as failure:
-        _report(events, _LOST, _describe(failure))
-        os._exit(_WORKER_LOST_STATUS)  # the context is lost: skip CuPy's clean-up, which would fail too
-    run.copy_back()
-    _report(events, _COMPLETED, f"{seconds!r}")
 
 
 class _GpuRun:
     """The worker's GPU state: the kernel, the buffers' device addresses, the printf buffer's device copy."""
 
-    def __init__(self, memory: mmap.mmap, job: dict) -> None:
+    def __init__(self, job: Job, memory: mmap.mmap) -> None:
         import cupy
 
         self.cupy = cupy
@@ -274,26 +187,20 @@ class _GpuRun:
     def _map_host(self, offset: int, size: int) -> int:
         """Pin `size` bytes of the shared file at `offset` and map them for the GPU; their device address."""
         address = self.host.ctypes.data + offset
-        self.cupy.cuda.runtime.hostRegister(address, _pages(size), _CUDA_HOST_REGISTER_MAPPED)
+        self.cupy.cuda.runtime.hostRegister(address, whole_pages(size), _CUDA_HOST_REGISTER_MAPPED)
         return address
 
     def execute(self) -> float:
-        """Run every invocation; the seconds the kernel took, by CUDA events."""
+        """Run every invocation, copy the printf buffer back; the seconds the kernel took, by CUDA events."""
         start, end = self.cupy.cuda.Event(), self.cupy.cuda.Event()
         start.record()
         self.kernel.launch(self.printf, self.abort, self.invocations)
         end.record()
         end.synchronize()
-        return self.cupy.cuda.get_elapsed_time(start, end) / 1000
-
-    def copy_back(self) -> None:
         if self.printf_device is not None:
             self.printf_device.get(out=self.printf_view)
-
-
-def _describe(failure: BaseException) -> str:
-    return " ".join(str(failure).split()) or type(failure).__name__
+        return self.cupy.cuda.get_elapsed_time(start, end) / 1000
 
 
 if __name__ == "__main__":
-    serve()
+    serve(_GpuRun, cannot_run=(ImportError, RuntimeError, MemoryError), device_lost=(RuntimeError,))

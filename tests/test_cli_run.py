@@ -149,11 +149,28 @@ def test_a_crash_of_the_lowered_code_loses_the_device(capsys, tmp_path):
     assert err == "error: device lost: the cpu device's worker crashed with SIGSEGV\n"
 
 
+@pytest.mark.parametrize(
+    ("lines", "warning"),
+    [(["last!"], ""), (["first!", "last!"], "warning: the cpu device printed: first!\nlast!\n")],
+)
+def test_a_lost_worker_s_last_printed_line_ends_the_loss(capsys, tmp_path, lines, warning):
+    """A single line the loss message already carries is not repeated as a warning."""
+    said = "".join(f"  %said.{n} = call i32 @puts(ptr @line.{n})\n" for n in range(len(lines)))
+    program = program_file(tmp_path, said + "  call void @exit(i32 7)\n  br label %done\n")
+    with open(program, "a", encoding="utf-8") as module:
+        for n, line in enumerate(lines):
+            module.write(f'@line.{n} = private constant [{len(line) + 1} x i8] c"{line}\\00"\n')
+        module.write("declare i32 @puts(ptr)\ndeclare void @exit(i32)\n")
+    status, out, err = dprintf(capsys, "run", program, "--invocations", "3")
+    assert (status, out) == (1, "0\n1\n")
+    assert err == warning + "error: device lost: the cpu device's worker ended with exit status 7: last!\n"
+
+
 def test_a_hung_device_is_stopped_at_the_timeout(capsys, tmp_path):
     program = program_file(tmp_path, "  br label %bad\n")
-    status, out, err = dprintf(capsys, "run", program, "--invocations", "3", "--timeout", "0.5")
+    status, out, err = dprintf(capsys, "run", program, "--invocations", "3", "--timeout", "1.5")
     assert (status, out) == (1, "0\n1\n")
-    assert err == "error: device lost: timed out after 0.5 s; the cpu device was stopped\n"
+    assert err == "error: device lost: timed out after 1.5 s; the cpu device was stopped\n"
 
 
 @pytest.mark.parametrize(

@@ -185,6 +185,17 @@ def test_a_worker_that_exits_is_lost_with_its_status():
     assert result.loss == "the cpu device's worker ended with exit status 7"
 
 
+def test_a_lost_worker_s_last_printed_line_ends_the_loss():
+    said = "  %first = call i32 @puts(ptr @first)\n  %last = call i32 @puts(ptr @last)\n"
+    program = id_program(body=said + "  call void @exit(i32 7)\n") + (
+        '@first = private constant [7 x i8] c"first!\\00"\n@last = private constant [6 x i8] c"last!\\00"\n'
+        "declare i32 @puts(ptr)\ndeclare void @exit(i32)\n"
+    )
+    result = run_ir(program, invocations=2)
+    assert result.ending is Ending.CRASHED and result.status.detail == "first!\nlast!"
+    assert result.loss == "the cpu device's worker ended with exit status 7: last!"
+
+
 def test_a_hung_device_is_stopped_at_the_timeout():
     spin = (
         "  %hang = icmp eq i32 %id, 1\n  br i1 %hang, label %spin, label %print\n"

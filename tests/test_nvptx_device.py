@@ -315,8 +315,9 @@ def test_a_crash_on_the_gpu_is_reported_and_the_harness_survives_it():
     )
     result = run_gpu(text, invocations=64)
     assert result.ending is Ending.CRASHED and result.device_lost
-    assert result.loss == "the nvptx device's worker ended with exit status 1"
-    assert result.status.detail == "cudaErrorIllegalAddress: an illegal memory access was encountered"
+    lost_context = "cudaErrorIllegalAddress: an illegal memory access was encountered"
+    assert result.status.detail == lost_context
+    assert result.loss == f"the nvptx device's worker ended with exit status 1: {lost_context}"
     assert run_gpu(id_program(), invocations=3).ending is Ending.COMPLETED
 
 

@@ -3,9 +3,11 @@
 The printf output goes to stdout exactly as C's printf prints it, entries in buffer order; dropped
 dwords, problems in the buffers and anything the device itself printed go to stderr as warnings, each
 abort message as `error: device lost: shader abort: <text>`, and a device lost otherwise as
-`error: device lost: <why>`. Exit status: 0 when every invocation returned, 3 when the device was lost
-by an abort, 1 when it was lost otherwise (the lowered code crashed, or ran past `--timeout`) and for
-bad input. `--json` prints one JSON document instead, and nothing on stderr (see `run_document`).
+`error: device lost: <why>` (a crash's ends with the last line the device printed, which is then not
+repeated as a warning when it was the only one). Exit status: 0 when every invocation returned, 3 when
+the device was lost by an abort, 1 when it was lost otherwise (the lowered code crashed, or ran past
+`--timeout`) and for bad input. `--json` prints one JSON document instead, and nothing on stderr (see
+`run_document`).
 """
 
 from __future__ import annotations
@@ -52,11 +54,18 @@ def run(args: argparse.Namespace) -> int:
     report_aborts(result.abort)
     for message in result.guard_issues:
         warn(message)
-    if result.status.detail:
-        warn(f"the {result.device} device printed: {result.status.detail}")
-    if result.ending in (Ending.CRASHED, Ending.TIMED_OUT):
-        error(f"device lost: {result.loss}")
+    _report_device(result)
     return status
+
+
+def _report_device(result: RunResult) -> None:
+    """What the device printed as a warning, unless the loss (which ends with its last line) says it all;
+    then a loss other than an abort, whose messages are already reported, as an error."""
+    loss = result.loss if result.ending in (Ending.CRASHED, Ending.TIMED_OUT) else None
+    if result.status.detail and not (loss and loss.endswith(f": {result.status.detail}")):
+        warn(f"the {result.device} device printed: {result.status.detail}")
+    if loss:
+        error(f"device lost: {loss}")
 
 
 def run_document(result: RunResult, status: int) -> dict[str, Any]:

@@ -1,0 +1,220 @@
+"""A device's worker: a fresh interpreter that runs lowered code on buffer images in shared memory.
+
+Both devices run the code in a worker process (`python -m lowering.<device module>`), so that a crash,
+a trap or a lost GPU context ends the worker, not the caller. The buffer images live in a shared-memory
+file (a memfd), each from a page boundary, that both processes map: whatever the code wrote before the
+worker ended outlives it, and the harness copies the images back from there.
+
+The worker is started by `subprocess`, which forks and execs at once: safe in a caller that has threads
+or has run LLVM or CUDA. It costs a few tenths of a second (the interpreter, llvmlite). A multiprocessing
+`forkserver` would start workers in milliseconds, but it imports the caller's main script into every
+worker, which breaks scripts that call the harness at top level.
+
+The protocol: the worker reads its job as JSON on stdin and reports on stdout, one line per event,
+`<event>` or `<event>: <detail>`: `running` once the code is ready to run, then `completed: <seconds the
+invocations took>`, or `failed: <why>` when it cannot run the code, or `lost: <why>` when the device was
+lost while running it (the worker then exits with `LOST_STATUS`). Whatever else the process prints (the
+device's own output, LLVM's fatal errors, a traceback) goes to a log the harness reads back.
+
+The harness side (`run_worker`) imports the harness only when it runs: the worker imports this module
+and needs none of what the harness brings in (the decoders, numpy).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import json
+import mmap
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .harness import DeviceRun, DeviceStatus
+
+RUNNING = "running"
+COMPLETED = "completed"
+FAILED = "failed"
+LOST = "lost"
+LOST_STATUS = 1
+
+_LOG_TAIL_BYTES = 4000
+_PR_SET_PDEATHSIG = 1
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
+
+Job = dict[str, Any]
+
+
+def whole_pages(size: int) -> int:
+    """`size` bytes rounded up to whole pages."""
+    return -(-size // mmap.PAGESIZE) * mmap.PAGESIZE
+
+
+# The harness side.
+
+
+def run_worker(device: str, module: str, job: Job, images: Sequence[bytes], timeout: float) -> DeviceRun:
+    """Run the worker `python -m module` on `job`, with the buffers initialised from `images`; wait for it
+    at most `timeout` seconds; the images as it left them and how it ended.
+
+    The job the worker reads has `memory_fd` (the shared file) and `regions` ((offset, size) of each
+    image in it) added. DeviceError when the worker fails, or ends before it runs the code.
+    """
+    from .harness import DeviceRun
+
+    with _SharedImages(images) as shared:
+        shared_job = {**job, "memory_fd": shared.fd, "regions": shared.regions}
+        status = _supervise(device, module, shared_job, timeout)
+        return DeviceRun(shared.images(), status)
+
+
+class _SharedImages:
+    """The images in a mapped memfd, each from a page boundary; closed on exit."""
+
+    def __init__(self, images: Sequence[bytes]) -> None:
+        self.regions: list[tuple[int, int]] = []
+        size = 0
+        for image in images:
+            self.regions.append((size, len(image)))
+            size += whole_pages(len(image))
+        self.fd = os.memfd_create("dprintf-buffers")
+        os.ftruncate(self.fd, size)
+        self.view = mmap.mmap(self.fd, size)
+        for (offset, length), image in zip(self.regions, images, strict=True):
+            self.view[offset : offset + length] = image
+
+    def images(self) -> tuple[bytes, ...]:
+        return tuple(bytes(self.view[offset : offset + length]) for offset, length in self.regions)
+
+    def __enter__(self) -> _SharedImages:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.view.close()
+        os.close(self.fd)
+
+
+def _supervise(device: str, module: str, job: Job, timeout: float) -> DeviceStatus:
+    """Start the worker, give it the job, wait for it at most `timeout` seconds; say how it ended."""
+    with tempfile.TemporaryFile() as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            pass_fds=(job["memory_fd"],),
+            env=_worker_environment(),
+        )
+        events, timed_out = _wait(worker, job, timeout)
+        log.seek(0)
+        printed = log.read()[-_LOG_TAIL_BYTES:].decode("utf-8", "replace").strip()
+    reported = dict(line.partition(": ")[::2] for line in events.decode("utf-8", "replace").splitlines())
+    return _status(device, timeout, worker.returncode, timed_out, reported, printed)
+
+
+def _worker_environment() -> dict[str, str]:
+    """This environment, with this package first on the worker's import path."""
+    path = os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path)
+
+
+def _wait(worker: subprocess.Popen, job: Job, timeout: float) -> tuple[bytes, bool]:
+    """Send the job, wait for the worker's exit (killing it after `timeout` seconds, or when the wait is
+    interrupted); its events, and whether it timed out."""
+    try:
+        events, _ = worker.communicate(json.dumps(job).encode(), timeout=timeout)
+        return events, False
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        events, _ = worker.communicate()
+        return events, True
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
+def _status(
+    device: str, timeout: float, returncode: int, timed_out: bool, reported: dict[str, str], printed: str
+) -> DeviceStatus:
+    """How the worker ended, from its exit and the events it reported; its detail is why the device was
+    lost when the worker says, else what it printed."""
+    from .harness import DeviceError, DeviceStatus
+
+    if FAILED in reported:
+        raise DeviceError(f"the {device} device cannot run the lowered code: {reported[FAILED]}")
+    detail = reported.get(LOST, printed)
+    if timed_out:
+        return DeviceStatus.timed_out_after(timeout, detail)
+    if RUNNING not in reported:
+        ending = f"with {signal.Signals(-returncode).name}" if returncode < 0 else f"with status {returncode}"
+        message = f"the {device} device's worker ended {ending} before running the lowered code"
+        raise DeviceError(f"{message}: {printed}" if printed else message)
+    if COMPLETED in reported and returncode == 0:
+        return DeviceStatus.completed(printed, seconds=float(reported[COMPLETED]))
+    if returncode < 0:
+        return DeviceStatus.lost(signal=-returncode, detail=detail)
+    return DeviceStatus.lost(exit_status=returncode, detail=detail)
+
+
+# The worker side.
+
+
+class PreparedRun(Protocol):
+    """A worker's code, ready to run on the buffers."""
+
+    def execute(self) -> float:
+        """Run every invocation, and leave the buffers in the shared file; the seconds they took."""
+        ...
+
+
+def serve(
+    prepare: Callable[[Job, mmap.mmap], PreparedRun],
+    cannot_run: tuple[type[BaseException], ...],
+    device_lost: tuple[type[BaseException], ...] = (),
+) -> None:
+    """The worker's body: read the job, map the shared file, `prepare` the run (`failed` on `cannot_run`),
+    report `running`, execute it and report `completed` (or `lost` on `device_lost`, then exit at once:
+    a lost device's clean-up would fail too)."""
+    job = json.loads(sys.stdin.buffer.read())
+    events = _become_device()
+    # Populated: the buffers are resident before the invocations run, as a GPU's are.
+    memory = mmap.mmap(job["memory_fd"], 0, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+    try:
+        run = prepare(job, memory)
+    except cannot_run as failure:
+        _report(events, FAILED, _describe(failure))
+        return
+    _report(events, RUNNING)
+    try:
+        seconds = run.execute()
+    except device_lost as failure:
+        _report(events, LOST, _describe(failure))
+        os._exit(LOST_STATUS)
+    _report(events, COMPLETED, repr(seconds))
+
+
+def _become_device() -> io.TextIOBase:
+    """Die with the parent and dump no core; keep stdout for events and send the rest to the log."""
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    events = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    return events
+
+
+def _report(events: io.TextIOBase, event: str, detail: str = "") -> None:
+    events.write(f"{event}: {detail}\n" if detail else f"{event}\n")
+    events.flush()
+
+
+def _describe(failure: BaseException) -> str:
+    """The failure on one line: its message, or its type when it has none."""
+    return " ".join(str(failure).split()) or type(failure).__name__
