@@ -1,10 +1,12 @@
-"""Formatting the values of a printf entry exactly as C's `snprintf` does (SPEC section 3).
+"""Formatting the values of a printf entry exactly as C's `snprintf` (glibc's) does (SPEC section 3).
 
 Integers arrive as the raw unsigned bits the buffer holds and are read back as the C type the
 conversion names (`%hhd` of 255 is -1); floats arrive as Python floats (a `float` argument as the
 `double` it widens to). `format_value` is the exact reference, written from the C standard and
-glibc's behaviour; `render_columns` renders many entries of one format at once, through a Python
-`%` template wherever Python's `%` operator provably prints what C prints.
+glibc's behaviour. `render_columns` renders many entries of one format at once through three tiers,
+each checked against `snprintf` by the tests: byte cells built with numpy for the common
+conversions, then a Python `%` template where Python's `%` prints what C prints, then the exact
+formatter for the rows the faster tiers pass on.
 """
 
 from __future__ import annotations
@@ -113,8 +115,13 @@ def _format_hex(conversion: Conversion, value: int) -> str:
 
 
 def _format_char(conversion: Conversion, value: int) -> str:
-    """`%c`: the low byte as a character (U+0000..U+00FF); glibc pads it with spaces only."""
-    return _pad(conversion, "", chr(int(value) & 0xFF), False)
+    """`%c`: the low byte; glibc pads it with spaces only.
+
+    A byte of 0x80 or above is not UTF-8 on its own: it becomes the lone surrogate U+DC80..U+DCFF,
+    so that text encoded with `surrogateescape` is the very byte C writes.
+    """
+    byte = int(value) & 0xFF
+    return _pad(conversion, "", chr(byte) if byte < 0x80 else chr(0xDC00 | byte), False)
 
 
 def _format_float(conversion: Conversion, value: float) -> str:
@@ -250,7 +257,7 @@ def _typed(arg: ArgType, column: numpy.ndarray) -> numpy.ndarray:
 def _tiers(fmt: FormatString) -> tuple[Renderer, ...]:
     """The renderers of `fmt`, fastest first: byte cells (when every conversion has them), the
     `%` template, and the exact formatter, which prints every row."""
-    tiers: list[Renderer] = [_plan(fmt).render, functools.partial(_render_exact, fmt)]
+    tiers: list[Renderer] = [_template_plan(fmt).render, functools.partial(_render_exact, fmt)]
     cells = _cell_plan(fmt)
     return (cells.render, *tiers) if cells is not None else tuple(tiers)
 
@@ -292,7 +299,7 @@ class _ArgumentPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
+class _TemplatePlan:
     """The `%` template of a format: Python's `%` prints every row, then the marked rows are redone."""
 
     template: str
@@ -311,8 +318,7 @@ class _Plan:
         return list(map(self.template.__mod__, zip(*lists, strict=True))), exceptional
 
 
-@functools.lru_cache(maxsize=1024)
-def _plan(fmt: FormatString) -> _Plan:
+def _template_plan(fmt: FormatString) -> _TemplatePlan:
     """The `%` template of `fmt` and the plan of each argument, built once per format."""
     template: list[str] = []
     arguments: list[_ArgumentPlan] = []
@@ -323,7 +329,7 @@ def _plan(fmt: FormatString) -> _Plan:
         argument = _argument_plan(piece)
         template.append(VECTOR_SEPARATOR.join([argument.spec] * (piece.vector or 1)))
         arguments.append(argument)
-    return _Plan("".join(template), tuple(arguments))
+    return _TemplatePlan("".join(template), tuple(arguments))
 
 
 def _argument_plan(conversion: Conversion) -> _ArgumentPlan:
@@ -378,8 +384,8 @@ def _float_exceptions(conversion: Conversion, array: numpy.ndarray) -> numpy.nda
     exceptional = ~numpy.isfinite(array)
     significant = max(_precision(conversion), 1)
     if "#" in conversion.flags and conversion.conversion in "gG" and significant <= MAX_DECIMAL_EXPONENT:
-        magnitude = numpy.abs(array)
-        exceptional |= (magnitude >= 0.9 * 10.0**significant) & (magnitude <= 1.1 * 10.0**significant)
+        magnitude, top = numpy.abs(array), numpy.float64(10.0**significant)
+        exceptional |= (magnitude >= 0.9 * top) & (magnitude <= 1.1 * top)
     return exceptional
 
 
@@ -388,9 +394,11 @@ def _identity(array: numpy.ndarray) -> numpy.ndarray:
 
 
 def _c_integers(conversion: Conversion, array: numpy.ndarray) -> numpy.ndarray:
-    """Raw bits read as the C type of `conversion` (vectorised `_c_integer`); `%c` keeps the low byte."""
+    """Raw bits read as the C type of `conversion` (vectorised `_c_integer`); `%c` keeps the low byte,
+    as `_format_char` maps it."""
     if conversion.conversion == "c":
-        return array.astype(numpy.uint8)
+        byte = array.astype(numpy.uint8).astype(numpy.uint32)
+        return numpy.where(byte < 0x80, byte, byte | 0xDC00)
     bits = conversion.value_bits
     narrowed = array.astype(f"uint{bits}", copy=False)
     return narrowed.view(f"int{bits}") if conversion.is_signed else narrowed
@@ -412,7 +420,7 @@ def _exact_strings(conversion: Conversion, array: numpy.ndarray) -> numpy.ndarra
 Segment = tuple[numpy.ndarray, numpy.ndarray]
 
 CELL_MAX_WIDTH = 256
-CELL_MAX_PRECISION = {"f": 15, "e": 14, "g": 15}  # digits kept below 2**52 (exact in a double)
+CELL_MAX_PRECISION = {"f": 15, "e": 14}  # digits kept below 2**52 (exact in a double); `%g` is no faster
 EXACT_POWERS_OF_TEN = numpy.array([10.0**k for k in range(23)])
 UNIT_ROUNDOFF = 2.0**-52
 DIGITS = numpy.frombuffer(b"0123456789abcdef", dtype=numpy.uint8)
@@ -455,11 +463,14 @@ class _CellPlan:
 def _cell_plan(fmt: FormatString) -> _CellPlan | None:
     if TERMINATOR.decode() in fmt.text or not all(map(_has_cells, fmt.conversions)):
         return None
-    return _CellPlan(tuple(piece.encode() if isinstance(piece, str) else piece for piece in fmt.pieces))
+    pieces = (
+        piece.encode("utf-8", "surrogatepass") if isinstance(piece, str) else piece for piece in fmt.pieces
+    )
+    return _CellPlan(tuple(pieces))
 
 
 def _has_cells(conversion: Conversion) -> bool:
-    """Whether the cell renderer prints `conversion` (`%c`, `%a`, huge widths go to the template)."""
+    """Whether the cell renderer prints `conversion` (`%c`, `%g`, `%a`, huge widths go to the template)."""
     letter = conversion.conversion.lower()
     width = conversion.width or 0
     precision = conversion.precision or 0
@@ -481,7 +492,7 @@ def _assemble(segments: list[Segment], count: int) -> list[str]:
         cells[:, start:stop] = segment_cells
         keep[:, start:stop] = segment_keep
         start = stop
-    lines = cells[keep].tobytes().decode().split(TERMINATOR.decode())
+    lines = cells[keep].tobytes().decode("utf-8", "surrogatepass").split(TERMINATOR.decode())
     lines.pop()
     return lines
 
@@ -588,7 +599,7 @@ def _integer_cells(
 def _float_cells(
     conversion: Conversion, array: numpy.ndarray
 ) -> tuple[list[Segment], list[Segment], numpy.ndarray]:
-    """Sign and body of `%f %e %g` (any case) for the finite rows; the others are marked."""
+    """Sign and body of `%f %e` (any case) for the finite rows; the others are marked."""
     numbers = array.astype(numpy.float64)
     finite = numpy.isfinite(numbers)
     magnitude = numpy.where(finite, numpy.abs(numbers), 0.0)
@@ -632,25 +643,27 @@ def _significand(
     positive = magnitude > 0
     exponent = numpy.floor(numpy.log10(numpy.where(positive, magnitude, 1.0))).astype(numpy.int64)
     low, high = EXACT_POWERS_OF_TEN[precision], 10.0 ** (precision + 1)
-    rounded = _scaled(magnitude, precision - exponent)[1]
+    rounded, bad = _scaled(magnitude, precision - exponent)
+    # log10 may be one off, or rounding carry into the next decade: then scale once more (which
+    # lands in [low, high); a row that did not would be passed on).
     exponent += (rounded >= high).astype(numpy.int64) - (positive & (rounded < low))
-    scaled, rounded = _scaled(magnitude, precision - exponent)
-    bad = (numpy.abs(precision - exponent) >= len(EXACT_POWERS_OF_TEN)) | _near_tie(scaled, rounded)
-    bad |= positive & ((rounded >= high) | (rounded < low))
+    rounded, unsure = _scaled(magnitude, precision - exponent)
+    bad |= unsure | (positive & ((rounded >= high) | (rounded < low)))
     return numpy.where(bad, 0.0, rounded).astype(numpy.uint64), numpy.where(bad, 0, exponent), bad
 
 
 def _scaled(magnitude: numpy.ndarray, shift: numpy.ndarray) -> tuple[numpy.ndarray, numpy.ndarray]:
-    """`magnitude * 10**shift` (one correctly rounded operation) and its nearest integer."""
-    power = EXACT_POWERS_OF_TEN[numpy.minimum(numpy.abs(shift), len(EXACT_POWERS_OF_TEN) - 1)]
+    """`magnitude * 10**shift` rounded to an integer (after one correctly rounded operation), and
+    the rows where that may not be the exact product's rounding."""
+    in_range = numpy.abs(shift) < len(EXACT_POWERS_OF_TEN)
+    power = EXACT_POWERS_OF_TEN[numpy.where(in_range, numpy.abs(shift), 0)]
     scaled = numpy.where(shift >= 0, magnitude * power, magnitude / power)
-    return scaled, numpy.rint(scaled)
+    rounded = numpy.rint(scaled)
+    return rounded, ~in_range | _near_tie(scaled, rounded)
 
 
-def _exponent_cells(
-    conversion: Conversion, exponent: numpy.ndarray, keep: numpy.ndarray | bool = True
-) -> Segment:
-    """`e+dd` (at least two exponent digits), upper case for `%E`/`%G`."""
+def _exponent_cells(conversion: Conversion, exponent: numpy.ndarray) -> Segment:
+    """`e+dd` (at least two exponent digits), upper case for `%E`."""
     letter = "E" if conversion.conversion.isupper() else "e"
     magnitude = numpy.abs(exponent)
     cells = numpy.empty((len(exponent), 5), dtype=numpy.uint8)
@@ -661,7 +674,7 @@ def _exponent_cells(
     cells[:, 4] = magnitude % 10 + ord("0")
     flags = numpy.ones((len(exponent), 5), dtype=bool)
     flags[:, 2] = magnitude >= 100
-    return cells, flags & numpy.reshape(keep, (-1, 1))
+    return cells, flags
 
 
 def _exponent_body(conversion: Conversion, magnitude: numpy.ndarray) -> tuple[list[Segment], numpy.ndarray]:
@@ -673,28 +686,4 @@ def _exponent_body(conversion: Conversion, magnitude: numpy.ndarray) -> tuple[li
     return [*body, _exponent_cells(conversion, exponent)], bad
 
 
-def _general_body(conversion: Conversion, magnitude: numpy.ndarray) -> tuple[list[Segment], numpy.ndarray]:
-    """`%g`: P significant digits in `%f` style when -4 <= exponent < P, else in `%e` style;
-    trailing zeros (and a bare point) dropped unless `#`."""
-    significant = max(_precision(conversion), 1)
-    significand, exponent, bad = _significand(magnitude, significant - 1)
-    digits = _digits(significand, 10, significant)[0]
-    fixed = (exponent >= -4) & (exponent < significant)
-    alternate = "#" in conversion.flags
-    carried = alternate & (exponent == significant) & (magnitude < 10.0**significant)  # _rounds_up_a_decade
-    nonzero = digits != ord("0")
-    last = numpy.where(nonzero.any(axis=1), significant - 1 - nonzero[:, ::-1].argmax(axis=1), -1)
-    point = numpy.where(fixed, exponent, 0)[:, None]
-    index = numpy.arange(significant)[None, :]
-    cells = numpy.full((len(magnitude), 2 * significant), ord("."), dtype=numpy.uint8)
-    cells[:, 0::2] = digits
-    keep = numpy.empty(cells.shape, dtype=bool)
-    keep[:, 0::2] = (alternate & ~carried[:, None]) | (index <= numpy.maximum(point, last[:, None]))
-    keep[:, 1::2] = (index == point) & (alternate | (last[:, None] > point))
-    small = (fixed & (exponent < 0))[:, None]
-    leading = numpy.frombuffer(b"0.000", dtype=numpy.uint8)[None, :]
-    leading_keep = small & (numpy.array([[0, 0, -2, -3, -4]]) >= exponent[:, None])
-    return [(leading, leading_keep), (cells, keep), _exponent_cells(conversion, exponent, ~fixed)], bad
-
-
-_FLOAT_BODIES = {"f": _fixed_body, "e": _exponent_body, "g": _general_body}
+_FLOAT_BODIES = {"f": _fixed_body, "e": _exponent_body}

@@ -104,4 +104,4 @@ def _snprintf(spec: str, argument) -> str:
     output = ctypes.create_string_buffer(_ORACLE_BYTES)
     written = LIBC.snprintf(output, _ORACLE_BYTES, spec.encode("ascii"), argument)
     assert 0 <= written < _ORACLE_BYTES
-    return output.raw[:written].decode("latin-1")
+    return output.raw[:written].decode("utf-8", "surrogateescape")

@@ -36,6 +36,7 @@ FLOAT_BOUNDARIES = [
 ]  # fmt: skip
 
 SETTINGS = settings(max_examples=1500, deadline=None)
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")  # numpy overflow or invalid value
 
 
 def c_spec(conversion: Conversion) -> str:
@@ -56,7 +57,7 @@ def snprintf(spec: str, *arguments: ctypes._SimpleCData) -> str:
     size = LIBC.snprintf(None, 0, encoded, *arguments)
     buffer = ctypes.create_string_buffer(size + 1)
     LIBC.snprintf(buffer, size + 1, encoded, *arguments)
-    return buffer.raw[:size].decode("latin-1")
+    return buffer.raw[:size].decode("utf-8", "surrogateescape")
 
 
 def c_format(conversion: Conversion, value: int | float) -> str:
@@ -194,7 +195,7 @@ def test_format_values_matches_snprintf_of_whole_format(data: st.DataObject, tex
 def test_format_values_keeps_unicode_literals() -> None:
     text = "é %d → ü%%\n"
     assert (
-        format_values(parse_format(text), [5]) == snprintf(text, ctypes.c_int(5)).encode("latin-1").decode()
+        format_values(parse_format(text), [5]) == snprintf(text, ctypes.c_int(5))
     )
 
 
@@ -294,23 +295,71 @@ def typical_floats(bits: int) -> st.SearchStrategy[float]:
     )
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.data(), st.one_of(specs(), specs(vector=True)))
-def test_every_tier_matches_snprintf_on_the_rows_it_keeps(data: st.DataObject, spec: str) -> None:
+def assert_tiers_match_snprintf(spec: str, array: numpy.ndarray) -> None:
     """Each renderer (byte cells, `%` template, exact) equals C on every row it does not pass on."""
     conversion = conversion_of(spec)
-    arg = argument_type(conversion, data)
-    shape = (data.draw(st.integers(1, 6)),) + ((arg.vector,) if arg.vector else ())
-    dtype = DTYPES[arg.kind, arg.bits]
-    array = data.draw(
-        arrays(dtype, shape, elements=None if arg.kind == INTEGER else typical_floats(arg.bits))
-    )
     for tier in cformat._tiers(parse_format(spec)):
-        lines, exceptional = tier([array], shape[0])
+        lines, exceptional = tier([array], len(array))
         for line, passed_on, value in zip(lines, exceptional, array, strict=True):
             if not passed_on:
                 components = numpy.atleast_1d(value).tolist()
                 assert line == ", ".join(c_format(conversion, component) for component in components)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data(), st.one_of(specs(), specs(vector=True)))
+def test_every_tier_matches_snprintf_on_the_rows_it_keeps(data: st.DataObject, spec: str) -> None:
+    arg = argument_type(conversion_of(spec), data)
+    shape = (data.draw(st.integers(1, 6)),) + ((arg.vector,) if arg.vector else ())
+    if arg.kind == INTEGER:
+        boundaries = INTEGER_BOUNDARIES_64 if arg.bits == 64 else INTEGER_BOUNDARIES
+        elements = st.one_of(st.integers(0, (1 << arg.bits) - 1), st.sampled_from(boundaries))
+    else:
+        elements = typical_floats(arg.bits)
+    assert_tiers_match_snprintf(spec, data.draw(arrays(DTYPES[arg.kind, arg.bits], shape, elements=elements)))
+
+
+DECADE_EDGES = [
+    9.5,
+    9.25,
+    99.5,
+    99.95,
+    999.5,
+    999.4,
+    9999.5,
+    99999.5,
+    999999.5,
+    999999.4,
+    9999999.5,
+    1e6,
+    0.0,
+]
+
+
+@pytest.mark.parametrize(
+    "spec", ["%#g", "%#.0g", "%#.1g", "%#.2G", "%#.3g", "%#-12.4g", "%#012.5g", "%#.7g", "%g"]
+)
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_every_tier_rounds_up_a_decade_like_glibc(spec: str, dtype: type) -> None:
+    """`%#g` of a value that rounds up to 10**P: glibc prints `1.e+P` (see `_rounds_up_a_decade`)."""
+    values = numpy.array(DECADE_EDGES, dtype=dtype)
+    assert_tiers_match_snprintf(spec, numpy.concatenate([values, -values]))
+
+
+DECIMAL_TIES = [k / 1000 * 10.0**shift for k in range(-3000, 3001, 5) for shift in (-3, 0, 4)]
+
+
+@pytest.mark.parametrize("spec", ["%.0e", "%.1e", "%.2E", "%.0f", "%.1f", "%.2f", "%+.3f", "%.1g"])
+def test_every_tier_rounds_decimal_halves_like_glibc(spec: str) -> None:
+    """Values written in decimal sit near rounding ties in binary: each tier rounds them as C."""
+    assert_tiers_match_snprintf(spec, numpy.array(DECIMAL_TIES))
+
+
+def test_render_columns_of_a_format_holding_nul() -> None:
+    fmt = parse_format("a\0%d|%.1f\n")
+    columns = [numpy.array([1, 2], numpy.uint32), numpy.array([0.25, 0.35])]
+    expected = [format_values(fmt, [1, 0.25]), format_values(fmt, [2, 0.35])]
+    assert render_columns(fmt, (ArgType(INTEGER, 32), ArgType(FLOAT, 64)), columns) == expected
 
 
 def test_render_columns_joins_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
