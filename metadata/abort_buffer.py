@@ -1,7 +1,8 @@
 """Decoding an abort buffer (SPEC section 5) into the messages of VK_KHR_shader_abort.
 
 A record is the 8-byte `payloadBytes`, a printf entry (header and packed arguments), and zero padding
-to 8 bytes; one atomic add allocates it whole, and it is written only where it fits. Each record
+to 8 bytes; one atomic add allocates it whole, and it is written only where it fits, `payloadBytes`
+last (a release store), so a record whose writer died half-way reads as a zero size. Each record
 becomes an `AbortMessage` with its text and the payload `vkGetDeviceFaultDebugInfoKHR` returns: the
 NUL-terminated UTF-8 format string, zero padding to 4 bytes, the packed arguments. `message_data`
 joins payloads into the `pMessageData` blob (`{uint64 size; payload}` pairs, each starting on an
@@ -217,6 +218,13 @@ class _RecordWalk:
                 f"record of {dwords} dwords (entrySize {size}, ID {index:#014x}) runs past the end of the "
                 f"written range at dword {self.end}",
             )
+        if payload_bytes == 0:
+            self._report(
+                position,
+                f"record of {dwords} dwords (ID {index:#014x}) was allocated but never completed "
+                "(payloadBytes, written last, is 0): not decoded",
+            )
+            return position + dwords
         if payload_bytes != 4 * size:
             self._report(position, f"payloadBytes is {payload_bytes} but entrySize {size} makes {4 * size}")
         found = self.catalog.lookup(index)

@@ -139,6 +139,17 @@ def test_payload_bytes_that_disagree_with_the_entry_size_are_reported():
     assert [message.text for message in decoding.messages] == ["test: 9"]
 
 
+def test_a_record_whose_size_was_never_written_is_reported_not_decoded():
+    data = build_abort_buffer([(TEST_U, [9]), (PLAIN, [])])
+    data[HEADER_BYTES : HEADER_BYTES + 8] = bytes(8)
+    decoding = decode_abort_buffer(data, TABLE)
+    assert issue_at(decoding, 0) == (
+        f"record of {record_dwords(3)} dwords (ID {TEST_U.index:#014x}) was allocated but never completed "
+        "(payloadBytes, written last, is 0): not decoded"
+    )
+    assert [message.text for message in decoding.messages] == ["unreachable"]
+
+
 def raw_record(entry: FormatEntry, size: int, payload: list[int]) -> bytes:
     record = struct.pack(f"<QQ{len(payload)}I", 4 * size, entry_header(entry.index, size), *payload)
     return record + bytes(-len(record) % 8)
