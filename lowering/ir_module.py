@@ -24,16 +24,19 @@ _LLVM_MESSAGE = re.compile(r"^<string>:(\d+):(\d+): error: (.*)$", re.M)
 _VOID_OPCODES = frozenset({"call", "store", "br", "ret", "switch", "fence", "unreachable", "resume"})
 _ATTACHMENTS = re.compile(r"(?:, ![-\w.]+ !\d+)+$")
 _OPENERS = {"(": ")", "[": "]", "{": "}", "<": ">"}
-# Operand lists without nesting beyond `addrspace(N)` and flat `<...>` (the common case) split by regex.
-_FLAT_OPERAND_TEXT = r'(?:[^",()\[\]{}<>\n]|\(\d+\)|<[^<>"()\[\]{}\n]*>)'
-_FLAT_LIST = re.compile(rf"\(((?:{_FLAT_OPERAND_TEXT}|,)*)\)")
-_FLAT_OPERAND = re.compile(rf"{_FLAT_OPERAND_TEXT}+")
+# Operand lists without nesting beyond `addrspace(N)` and flat `<...>` (the common case) split by regex:
+# runs of plain characters, `(N)` and `<...>`, taken possessively (nothing to give back, so no backtracking).
+_FLAT_OPERAND_TEXT = r'(?:[^",()\[\]{}<>\n]++|\(\d+\)|<[^<>"()\[\]{}\n]*+>)'
+_FLAT_LIST = re.compile(rf"\(((?:{_FLAT_OPERAND_TEXT}|,)*+)\)")
+_FLAT_OPERAND = re.compile(rf"{_FLAT_OPERAND_TEXT}++")
 _SIMPLE_TYPE = re.compile(
     r"(i\d+|half|float|double|ptr(?: addrspace\(\d+\))?|<\d+ x (?:i\d+|half|float|double)>)(?: |\Z)"
 )
 _SPECIAL = re.compile(r'[",()\[\]{}<>]')
 _NAME = r'(?:"[^"]*"|[-\w$.]+)'
-_GLOBAL_LINE = re.compile(rf"^(@{_NAME}) = (.*)$", re.M)
+# Found by the leading newline rather than `^`, so the regex engine skips from one newline to the next
+# (a printed module starts with its `; ModuleID` line).
+_GLOBAL_LINE = re.compile(rf"\n(@{_NAME}) = ([^\n]*)")
 _GLOBAL_BODY = re.compile(r"^((?:[\w(),]+ )*?)(global|constant) (.*)$")
 _BYTES_GLOBAL = re.compile(
     r'^((?:[\w(),]+ )*?)(global|constant) (\[\d+ x i8\])(?: (c"[^"]*"|zeroinitializer))?'
@@ -196,7 +199,7 @@ def rewrite_address_space(text: str, old: int, new: int) -> str:
     return _QUOTED_OR_ADDRSPACE.sub(replace, text)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GlobalDefinition:
     """A global variable as printed: `@name = [linkage...] global|constant TYPE [INITIALIZER][, ...]`."""
 

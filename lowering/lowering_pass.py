@@ -1,11 +1,15 @@
 """The pass: lower `@lgc.debug.printf` and `@lgc.debug.abort` calls to buffer stores (SPEC sections 1-6).
 
-`lower_sources` works in phases. It parses, verifies and links the inputs; prints the linked module
-once and finds every call in that text (the k-th call line is the k-th call); checks each call's
-format string and arguments, collecting every problem; replaces each call line by a call to a small
-internal `alwaysinline` helper, one per (kind, buffer type, argument types), which reserves space with
-one atomic add and writes the record (so the branches live in the helper and each splice is one
-straight-line instruction); appends the helpers and the table; then re-parses, verifies and inlines.
+`lower_sources` works in phases (`_Lowering.run`). It parses, verifies and links the inputs; prints
+the linked module once and finds every call in that text with one regex pass (the k-th call line is
+the k-th call); checks each call's format string and arguments, collecting every problem; replaces
+each call line by a call to a small internal `alwaysinline` helper (`helper_ir`), one per (kind,
+buffer type, argument types), so that each splice is one straight-line instruction; adds the helpers
+and the table; then parses and verifies the result once, inlines the helpers and prints it.
+
+Per call, the work is a few look-ups: a format-string operand is read once, a string is parsed and
+checked once per sequence of conversions and layout, and its table entry and header are made once
+per (string, helper).
 """
 
 from __future__ import annotations
@@ -19,23 +23,13 @@ import llvmlite.binding as llvm
 
 from metadata.elf_notes import pal_metadata_ir
 from metadata.errors import DprintfError
-from metadata.formats import parse_format
-from metadata.layout import (
-    ABORT_SIZE_DWORDS,
-    ENTRY_HEADER_DWORDS,
-    HEADER_DWORDS,
-    MAX_ENTRY_DWORDS,
-    OFFSET_CLAMP_DWORDS,
-    ArgType,
-    Layout,
-    abort_record_dwords,
-    entry_dwords,
-    entry_header,
-)
+from metadata.formats import conversion_specs, parse_format
+from metadata.layout import MAX_ENTRY_DWORDS, entry_header
 from metadata.table import FormatEntry, FormatTable, unpack_document
 
 from .codegen import module_layout, target_machine
 from .diagnostics import Diagnostic, LoweringError
+from .helper_ir import ABORT, PRINTF, Helper, classify, helper_definition
 from .ir_module import (
     GlobalDefinition,
     ModuleText,
@@ -47,45 +41,29 @@ from .ir_module import (
     split_top_level,
     split_type,
     unquote_name,
-    verify,
 )
 from .targets import Target, get_target
 from .warp_aggregation import intrinsic_declarations, warp_aggregated_reserve_ir
 
-PRINTF = "printf"
-ABORT = "abort"
 KINDS = (PRINTF, ABORT)
 INPUT_BUFFER_ADDRESS_SPACE = 7
-CAPACITY_BYTE_OFFSET = 8
 
 _NAME = r'@(?:"[^"]*"|[-\w$.]+)'
+# Lines are found by their leading newline rather than `^`, which lets the regex engine skip from one
+# newline to the next (a printed module starts with its `; ModuleID` line).
 _SCAN = re.compile(
-    rf"^define [^@\n]*(?P<function>{_NAME})\("
-    r"|^(?P<indent>[ \t]+)(?:(?:tail|musttail|notail) )?call [^@%\n]*@lgc\.debug\.(?P<kind>printf|abort)\(",
-    re.M,
+    rf"\ndefine [^@\n]*(?P<function>{_NAME})\("
+    r"|\n(?P<indent>[ \t]+)(?:(?:tail|musttail|notail) )?call [^@%\n]*@lgc\.debug\.(?P<kind>printf|abort)\("
 )
+_CALLEE_PREFIX = "@lgc.debug."
 _USE = re.compile(r"@lgc\.debug\.(printf|abort)(?![-\w$.])")
 _DBG = re.compile(r"!dbg !(\d+)")
 _TRAP_DECLARATION = re.compile(r"^declare [^@\n]*@llvm\.trap\(", re.M)
 _ATTRIBUTE = re.compile(r"(?:[a-z_]+\([^()]*\)|align \d+|[a-z_]+(?= [%@<]))\s+")
 _GEP = re.compile(r"getelementptr (?:(?:inbounds|nuw|nusw|inrange\([^)]*\)) )*\(")
 _BYTE_ARRAY = re.compile(r"\[(\d+) x i8\]\Z")
-_VECTOR = re.compile(r"<(\d+) x ([^<>]+)>\Z")
 _PAL_NAMED = re.compile(r"^!amdgpu\.pal\.metadata\.msgpack = !\{(.*)\}\n?", re.M)
 _METADATA_ID = re.compile(r"^!(\d+) = ", re.M)
-
-# IR scalar -> (buffer kind, IR bits, cast that widens it, IR type stored): SPEC section 4.
-_SCALARS = {
-    "i1": ("i", 1, "zext", "i32"),
-    "i8": ("i", 8, "zext", "i32"),
-    "i16": ("i", 16, "zext", "i32"),
-    "i32": ("i", 32, None, "i32"),
-    "i64": ("i", 64, None, "i64"),
-    "half": ("f", 16, "fpext", "float"),
-    "float": ("f", 32, None, "float"),
-    "double": ("f", 64, None, "double"),
-}
-_ALLOWED = "i1, i8, i16, i32, i64, half, float, double, or fixed vectors of them"
 
 
 @dataclass(frozen=True)
@@ -112,64 +90,6 @@ def lower_sources(sources: Sequence[Source], target: str = "cpu") -> LoweredModu
     return _Lowering(sources, get_target(target)).run()
 
 
-@dataclass(frozen=True, slots=True)
-class _Argument:
-    """A variadic argument: its IR type, its buffer type, the cast that widens it and the IR type stored."""
-
-    ir_type: str
-    arg_type: ArgType
-    cast: str | None
-    stored: str
-
-
-@functools.lru_cache(maxsize=256)
-def _classify(ir_type: str) -> _Argument | str:
-    """How an argument of `ir_type` is packed (SPEC section 4), or why it cannot be."""
-    lanes, scalar = 0, ir_type
-    vector = _VECTOR.match(ir_type)
-    if vector is not None:
-        lanes, scalar = int(vector.group(1)), vector.group(2)
-    widening = _SCALARS.get(scalar)
-    if widening is None:
-        return (
-            f"type {ir_type} is {_what_is(ir_type, scalar if vector else None)}; arguments must be {_ALLOWED}"
-        )
-    kind, bits, cast, stored = widening
-    return _Argument(
-        ir_type, ArgType.widened(kind, bits, lanes), cast, f"<{lanes} x {stored}>" if lanes else stored
-    )
-
-
-def _what_is(ir_type: str, element: str | None) -> str:
-    if ir_type.startswith("<vscale"):
-        return "a scalable vector"
-    if element is not None:
-        return f"a vector of {element}"
-    if ir_type.startswith("ptr"):
-        return "a pointer"
-    if ir_type.startswith("["):
-        return "an array"
-    if ir_type[:1] in "{<%":
-        return "a structure"
-    if re.fullmatch(r"i\d+", ir_type):
-        return "an integer of an unsupported width"
-    return "not supported"
-
-
-@dataclass(frozen=True, slots=True)
-class _Helper:
-    """An internal `alwaysinline` function writing one kind of record for one list of argument types."""
-
-    name: str
-    kind: str
-    buffer_type: str
-    arguments: tuple[_Argument, ...]
-
-    @property
-    def layout(self) -> Layout:
-        return tuple(argument.arg_type for argument in self.arguments)
-
-
 @dataclass(slots=True)
 class _Call:
     """One call line of the printed module: where it is, its operands, what follows its `)`."""
@@ -186,7 +106,7 @@ class _Call:
 
     @property
     def callee_name(self) -> str:
-        return f"@lgc.debug.{self.kind}"
+        return f"{_CALLEE_PREFIX}{self.kind}"
 
     @property
     def debug_node(self) -> int | None:
@@ -194,29 +114,27 @@ class _Call:
         return int(match.group(1)) if match is not None else None
 
 
-@dataclass(frozen=True, slots=True)
-class _Checked:
-    """A call that passed every check: buffer operand, format string, arguments."""
-
-    buffer_type: str
-    string: str
-    arguments: tuple[_Argument, ...]
-
-
 class _Lowering:
-    """One run: inputs and target; the printed module, its calls, the helpers, the table, the problems."""
+    """One run: inputs and target; the printed module, its calls, the helpers, the table, the problems.
+
+    The caches: `strings` (format-string operand -> its string, or why there is none), `helpers`
+    ((kind, buffer type, argument IR types) -> helper), `headers` ((string, helper) -> the signed 64-bit
+    entry header, or why there is none), `matching` ((conversions, helper) pairs known to match).
+    """
 
     def __init__(self, sources: Sequence[Source], target: Target) -> None:
         self.sources = sources
         self.target = target
         self.module = ModuleText("")
         self.table = FormatTable()
-        self.helpers: dict[tuple[str, str, tuple[str, ...]], _Helper] = {}
+        self.helpers: dict[tuple[str, str, tuple[str, ...]], Helper] = {}
         self.problems: list[tuple[_Call | None, str]] = []
         self.splices: list[tuple[int, int, str]] = []
-        self.strings: dict[str, tuple[str | None, str | None]] = {}
-        self.entries: dict[tuple[str, Layout], FormatEntry | str] = {}
+        self.strings: dict[str, tuple[str | None, str]] = {}
+        self.matching: set[tuple[tuple[str, ...], Helper]] = set()
+        self.headers: dict[tuple[str, Helper], int | str] = {}
         self.call_lines: dict[tuple[str, str], tuple[str, list[int]]] = {}
+        self.first_function: int | None = None
 
     def run(self) -> LoweredModule:
         module = self._link()
@@ -267,7 +185,7 @@ class _Lowering:
             )
         return accepted
 
-    # Phase 2: the calls, read from the printed module.
+    # Phase 2: the calls, read from the printed module in one pass.
 
     def _find_calls(self, kinds: list[str]) -> list[_Call]:
         text = self.module.text
@@ -275,29 +193,30 @@ class _Lowering:
         function = ""
         ordinals = dict.fromkeys(KINDS, 0)
         for match in _SCAN.finditer(text):
-            if match.group("function") is not None:
-                function = match.group("function")
+            kind = match["kind"]
+            if kind is None:
+                if self.first_function is None:
+                    self.first_function = match.start() + 1
+                function = match["function"]
                 ordinals = dict.fromkeys(KINDS, 0)
                 continue
-            kind = match.group("kind")
             if kind not in kinds:
                 continue
             ordinals[kind] += 1
             operands, close = operand_list(text, match.end() - 1)
             end = text.find("\n", match.end())
-            callee = match.end() - len(kind) - len("@lgc.debug.(")
-            tail = text[close + 1 : end]
+            callee = match.start("kind") - len(_CALLEE_PREFIX)
             calls.append(
                 _Call(
                     kind,
                     function,
                     ordinals[kind],
-                    match.start(),
+                    match.start("indent"),
                     end,
                     callee,
                     match["indent"],
                     operands,
-                    tail,
+                    text[close + 1 : end],
                 )
             )
         return calls
@@ -321,97 +240,98 @@ class _Lowering:
     # Phase 3: each call, checked, recorded in the table, replaced by a call to its helper.
 
     def _lower_call(self, call: _Call) -> None:
-        checked = self._check(call)
-        if checked is None:
+        """Check the call, record its string in the table, and splice in a call to its helper."""
+        operands = call.operands
+        if len(operands) < 2:
+            missing = "buffer and format string operands" if not operands else "format string operand"
+            self.problems.append((call, f"missing the {missing}"))
             return
-        layout = tuple(argument.arg_type for argument in checked.arguments)
-        entry = self._entry(checked.string, layout)
-        if isinstance(entry, str):
-            self.problems.append((call, entry))
+        problems = len(self.problems)
+        buffer_type = split_type(operands[0])[0]
+        if not buffer_type.startswith("ptr"):
+            self.problems.append((call, f"the buffer operand `{operands[0]}` is not a pointer"))
+        string = self._format_string(call, operands[1])
+        helper = self._helper(call, buffer_type, tuple(split_type(operand)[0] for operand in operands[2:]))
+        if string is None or helper is None or len(self.problems) > problems:
             return
-        helper = self._helper(call.kind, checked.buffer_type, checked.arguments)
-        header = entry_header(entry.index, entry_dwords(layout))
-        operands = ", ".join([call.operands[0], f"i64 {_signed64(header)}", *call.operands[2:]])
+        header = self._header(string, helper)
+        if isinstance(header, str):
+            self.problems.append((call, header))
+            return
+        replaced = ", ".join([operands[0], f"i64 {header}", *operands[2:]])
         node = call.debug_node
         debug = f", !dbg !{node}" if node is not None else ""
         self.splices.append(
-            (call.start, call.end, f"{call.indent}call void @{helper.name}({operands}){debug}")
+            (call.start, call.end, f"{call.indent}call void @{helper.name}({replaced}){debug}")
         )
 
-    def _check(self, call: _Call) -> _Checked | None:
-        """The call's buffer type, format string and arguments; None after recording every problem."""
-        if len(call.operands) < 2:
-            missing = "buffer and format string operands" if not call.operands else "format string operand"
-            self.problems.append((call, f"missing the {missing}"))
-            return None
-        problems = len(self.problems)
-        buffer_type = split_type(call.operands[0])[0]
-        if not buffer_type.startswith("ptr"):
-            self.problems.append((call, f"the buffer operand `{call.operands[0]}` is not a pointer"))
-        string = self._format_string(call, call.operands[1])
-        arguments = []
-        for position, operand in enumerate(call.operands[2:], start=1):
-            argument = _classify(split_type(operand)[0])
-            if isinstance(argument, str):
-                self.problems.append((call, f"argument {position}: {argument}"))
-            else:
-                arguments.append(argument)
-        if len(self.problems) > problems or string is None:
-            return None
-        return _Checked(buffer_type, string, tuple(arguments))
+    def _format_string(self, call: _Call, operand: str) -> str | None:
+        """The format string an operand points at, or None after recording why it cannot be read."""
+        found = self.strings.get(operand)
+        if found is None:
+            found = self.strings[operand] = self._read_format_string(operand)
+        string, reason = found
+        if string is None:
+            self.problems.append((call, reason))
+        return string
 
-    def _entry(self, string: str, layout: Layout) -> FormatEntry | str:
-        """The table entry of a string used with `layout`, added to the table; or why it cannot be."""
-        key = (string, layout)
-        entry = self.entries.get(key)
-        if entry is None:
-            entry = self.entries[key] = self._new_entry(string, layout)
-        return entry
+    def _read_format_string(self, operand: str) -> tuple[str | None, str]:
+        value_type, value = split_type(operand)
+        if not value_type.startswith("ptr"):
+            return None, f"the format string operand `{operand}` is not a pointer"
+        name, reason = _global_at_byte_zero(value)
+        if name is not None:
+            string, reason = _string_of(self.module.global_definition(name), name)
+            if string is not None:
+                return string, ""
+        return None, reason or f"the format string operand `{operand}` is not a global constant"
 
-    def _new_entry(self, string: str, layout: Layout) -> FormatEntry | str:
-        dwords = entry_dwords(layout)
+    def _helper(self, call: _Call, buffer_type: str, types: tuple[str, ...]) -> Helper | None:
+        """The helper for the call's kind, buffer type and argument types; None after recording each
+        argument that cannot be passed."""
+        key = (call.kind, buffer_type, types)
+        helper = self.helpers.get(key)
+        if helper is None:
+            arguments = [classify(ir_type) for ir_type in types]
+            reasons = [
+                (n, argument) for n, argument in enumerate(arguments, start=1) if isinstance(argument, str)
+            ]
+            self.problems += [(call, f"argument {position}: {reason}") for position, reason in reasons]
+            if reasons:
+                return None
+            name = f"{self._helper_prefix}{call.kind}.{len(self.helpers)}"
+            helper = self.helpers[key] = Helper(name, call.kind, buffer_type, tuple(arguments))
+        return helper
+
+    def _header(self, string: str, helper: Helper) -> int | str:
+        """The entry header of `string` passed to `helper` (its entry added to the table), or why none."""
+        key = (string, helper)
+        header = self.headers.get(key)
+        if header is None:
+            header = self.headers[key] = self._new_entry(string, helper)
+        return header
+
+    def _new_entry(self, string: str, helper: Helper) -> int | str:
+        dwords = helper.entry_dwords
         if dwords > MAX_ENTRY_DWORDS:
             return (
                 f"the entry takes {dwords} dwords, more than the {MAX_ENTRY_DWORDS} an entry header can count"
             )
         try:
-            parse_format(string).check(layout)
-            entry = FormatEntry.for_call(string, layout)
+            self._check_format(string, helper)
+            entry = FormatEntry.for_call(string, helper.layout)
             self.table.add(entry)
         except DprintfError as failure:
             return str(failure)
-        return entry
+        return _signed64(entry_header(entry.index, dwords))
 
-    def _format_string(self, call: _Call, operand: str) -> str | None:
-        """The format string an operand points at, or None after recording why it cannot be read."""
-        value_type, value = split_type(operand)
-        if not value_type.startswith("ptr"):
-            reason = f"the format string operand `{operand}` is not a pointer"
-        else:
-            name, reason = _global_at_byte_zero(value)
-            if name is not None:
-                string, reason = self._string_of(name)
-                if string is not None:
-                    return string
-        self.problems.append(
-            (call, reason or f"the format string operand `{operand}` is not a global constant")
-        )
-        return None
-
-    def _string_of(self, name: str) -> tuple[str | None, str | None]:
-        cached = self.strings.get(name)
-        if cached is None:
-            cached = self.strings[name] = _string_of(self.module.global_definition(name), name)
-        return cached
-
-    def _helper(self, kind: str, buffer_type: str, arguments: tuple[_Argument, ...]) -> _Helper:
-        key = (kind, buffer_type, tuple(argument.ir_type for argument in arguments))
-        helper = self.helpers.get(key)
-        if helper is None:
-            helper = self.helpers[key] = _Helper(
-                f"{self._helper_prefix}{kind}.{len(self.helpers)}", kind, buffer_type, arguments
-            )
-        return helper
+    def _check_format(self, string: str, helper: Helper) -> None:
+        """FormatStringError unless `string` matches the helper's layout; parsed once per sequence of
+        conversions."""
+        key = (conversion_specs(string), helper)
+        if key not in self.matching:
+            parse_format(string).check(helper.layout)
+            self.matching.add(key)
 
     @functools.cached_property
     def _helper_prefix(self) -> str:
@@ -425,19 +345,30 @@ class _Lowering:
     # Phase 4: the lowered module.
 
     def _lowered_text(self) -> str:
-        """The printed module with the splices made, the helpers appended, and the table for amdpal."""
+        """The printed module with the splices made, the helpers and the table for amdpal added.
+
+        The helpers go before the module's first function. LLVM's always-inliner takes a helper's calls
+        in use-list order, which is the last parsed first when the helper is defined before its callers
+        (textual order when defined after them). Inlined last to first, each split of a block moves
+        only the code up to the previous call, not the whole rest of the block each time (quadratic in
+        the calls of one block). The warp-aggregated reserves go before the helpers that call them, so
+        each is inlined once per helper, not once per call.
+        """
         text = self.module.text
+        reserves = self._reserve_functions()
+        definitions = [
+            warp_aggregated_reserve_ir(name, buffer_type) for buffer_type, name in reserves.items()
+        ]
+        for helper in self.helpers.values():
+            reserve = reserves.get(helper.buffer_type) if helper.kind == PRINTF else None
+            definitions.append(helper_definition(helper, self.target, reserve))
+        at = self.first_function if self.first_function is not None else len(text)
         pieces = []
         position = 0
-        for start, end, replacement in sorted(self.splices):
+        for start, end, replacement in sorted([*self.splices, (at, at, "".join(definitions) + "\n")]):
             pieces += [text[position:start], replacement]
             position = end
         pieces.append(text[position:])
-        reserves = self._reserve_functions()
-        for helper in self.helpers.values():
-            reserve = reserves.get(helper.buffer_type) if helper.kind == PRINTF else None
-            pieces.append(_helper_definition(helper, self.target, reserve))
-        pieces += [warp_aggregated_reserve_ir(name, buffer_type) for buffer_type, name in reserves.items()]
         if reserves:
             pieces.append(intrinsic_declarations(text))
         needs_trap = any(helper.kind == ABORT for helper in self.helpers.values())
@@ -467,7 +398,10 @@ class _Lowering:
         }
 
     def _finish(self, text: str) -> str:
-        """Parse and verify the lowered text, inline the helpers, drop what became dead, print it."""
+        """Parse and verify the lowered text, inline the helpers, drop what became dead, print it.
+
+        The module is verified once, before the passes, which expect valid IR and keep it valid.
+        """
         name = f"<{self._module_source()} lowered for {self.target.name}>"
         module = parse_source(name, text)
         manager = llvm.create_new_module_pass_manager()
@@ -475,7 +409,6 @@ class _Lowering:
         manager.add_global_dead_code_eliminate_pass()
         builder = llvm.create_pass_builder(target_machine(self.target), llvm.create_pipeline_tuning_options())
         manager.run(module, builder)
-        verify(module, name)
         module.name = self._module_source()
         return str(module)
 
@@ -598,76 +531,3 @@ def _with_pal_table(text: str, table: FormatTable) -> str:
 def _signed64(value: int) -> int:
     """`value` as LLVM spells an i64 constant: two's complement, signed."""
     return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def _helper_definition(helper: _Helper, target: Target, reserve: str | None = None) -> str:
-    """The IR of a helper, called as `helper(buffer, i64 header, arguments...)`.
-
-    Recipe: reserve the record with one 64-bit atomic add on `bufferOffset` (or through `reserve`, the
-    warp-aggregated equivalent returning the same old value); clamp the old value to
-    OFFSET_CLAMP_DWORDS; where the target checks capacity, go on only if `old + size <= reserved0`;
-    write at dword `HEADER_DWORDS + clamped`. A printf entry is the 64-bit header `(id << 16) | size`
-    (passed in, the ID differs per call) and the packed arguments. An abort record is the u64 entry
-    size in bytes, that entry, and a zero dword when padding to 8 bytes; then a fence and `llvm.trap`.
-    """
-    buffer, layout = helper.buffer_type, helper.layout
-    is_abort = helper.kind == ABORT
-    size = abort_record_dwords(layout) if is_abort else entry_dwords(layout)
-    parameters = ", ".join(
-        [f"{buffer} %buffer", "i64 %header"]
-        + [f"{argument.ir_type} %a{index}" for index, argument in enumerate(helper.arguments)]
-    )
-    exit_label = "stop" if is_abort else "done"
-    attributes = "alwaysinline nounwind noreturn" if is_abort else "alwaysinline nounwind"
-    if reserve is None:
-        reservation = f"atomicrmw add {buffer} %buffer, i64 {size} monotonic, align 8"
-    else:
-        reservation = f"call i64 @{reserve}({buffer} %buffer, i64 {size})"
-    lines = [
-        f"define internal void @{helper.name}({parameters}) {attributes} {{",
-        "reserve:",
-        f"  %old = {reservation}",
-        f"  %low = icmp ult i64 %old, {OFFSET_CLAMP_DWORDS}",
-        f"  %at = select i1 %low, i64 %old, i64 {OFFSET_CLAMP_DWORDS}",
-    ]
-    if target.checks_capacity:
-        lines += [
-            f"  %cap.ptr = getelementptr i8, {buffer} %buffer, i64 {CAPACITY_BYTE_OFFSET}",
-            f"  %cap = load i32, {buffer} %cap.ptr, align 4",
-            "  %cap.wide = zext i32 %cap to i64",
-            f"  %end = add i64 %old, {size}",
-            "  %fits = icmp ule i64 %end, %cap.wide",
-            f"  br i1 %fits, label %write, label %{exit_label}",
-            "write:",
-        ]
-    # `[HEADER_DWORDS x i32]` steps over the buffer header: dword HEADER_DWORDS + %at.
-    lines.append(f"  %rec = getelementptr [{HEADER_DWORDS} x i32], {buffer} %buffer, i64 1, i64 %at")
-    entry = "%rec"
-    if is_abort:
-        lines += [
-            f"  store i64 {entry_dwords(layout) * 4}, {buffer} %rec, align 4",
-            f"  %entry = getelementptr i32, {buffer} %rec, i64 {ABORT_SIZE_DWORDS}",
-        ]
-        entry = "%entry"
-    lines.append(f"  store i64 %header, {buffer} {entry}, align 4")
-    dword = ENTRY_HEADER_DWORDS
-    for index, argument in enumerate(helper.arguments):
-        value = f"%a{index}"
-        if argument.cast is not None:
-            lines.append(
-                f"  %a{index}.wide = {argument.cast} {argument.ir_type} {value} to {argument.stored}"
-            )
-            value = f"%a{index}.wide"
-        lines += [
-            f"  %a{index}.ptr = getelementptr i32, {buffer} {entry}, i64 {dword}",
-            f"  store {argument.stored} {value}, {buffer} %a{index}.ptr, align 4",
-        ]
-        dword += argument.arg_type.dwords
-    if is_abort and size > ABORT_SIZE_DWORDS + dword:
-        lines += [
-            f"  %pad.ptr = getelementptr i32, {buffer} {entry}, i64 {dword}",
-            f"  store i32 0, {buffer} %pad.ptr, align 4",
-        ]
-    lines += [f"  br label %{exit_label}", f"{exit_label}:"]
-    lines += ["  fence seq_cst", "  call void @llvm.trap()", "  unreachable"] if is_abort else ["  ret void"]
-    return "\n" + "\n".join(lines) + "\n}\n"

@@ -25,6 +25,8 @@ _CONVERSION = re.compile(
     r"%(?P<flags>[-+ #0]*)(?P<width>\d+)?(?:\.(?P<precision>\d*))?"
     r"(?:v(?P<vector>\d+))?(?P<length>hh|h|ll|l)?(?P<conversion>[a-zA-Z%*])?"
 )
+# The same pattern without its groups, so that `findall` returns whole conversions.
+_CONVERSION_TEXT = re.compile(re.sub(r"\(\?P<\w+>", "(?:", _CONVERSION.pattern))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +133,15 @@ def parse_format(text: str) -> FormatString:
         pieces.append(piece)
     pieces.append("".join(literal))
     return FormatString(text, tuple(piece for piece in pieces if piece != ""))
+
+
+def conversion_specs(text: str) -> tuple[str, ...]:
+    """The conversions of `text` as written (`%08.3v3f`, `%%`, `%s`...), valid or not, in order.
+
+    Whether `text` parses, and which layouts it matches, depends on these alone (literal text never
+    fails), so a caller checking many strings can check each sequence of conversions once.
+    """
+    return tuple(_CONVERSION_TEXT.findall(text))
 
 
 def _conversion(text: str, offset: int, match: re.Match[str]) -> Conversion | None:

@@ -2,13 +2,15 @@
 
 Generates modules of N printf calls (each with its own format string, the worst case for the table)
 spread over 10 functions, with mixed layouts: 0 to 3 arguments drawn from integers of every width,
-half, float, double and vectors. Measures `lower_sources` for the cpu target (wall and CPU time, best
+half, float, double and vectors (`--functions 1` puts every call into one block, which LLVM's inliner
+splits at each call: the case where an inlining order that moves the rest of the block at each split
+would grow quadratically). Measures `lower_sources` for the cpu target (wall and CPU time, best
 of `--repeat`), then, in the same process, LLVM's -O2 module pipeline plus `emit_object` of the lowered
 module on the host target machine. Prints both, their ratio, and how lowering time grows with N
 (linear when the growth ratio is close to the ratio of the sizes). Ratios use CPU time, which other
 work on a shared machine disturbs less than wall time. Run by hand:
 
-    python3 tests/benchmarks/bench_lowering.py [--calls 1000 10000] [--repeat 3]
+    python3 tests/benchmarks/bench_lowering.py [--calls 1000 10000] [--repeat 3] [--functions 10]
 """
 
 from __future__ import annotations
@@ -39,14 +41,14 @@ ARGUMENTS = {
 }
 
 
-def generate(calls: int) -> str:
-    """A module of `calls` printf calls with mixed layouts, each call with its own format string."""
+def generate(calls: int, functions: int = FUNCTIONS) -> str:
+    """A module of `calls` printf calls over `functions` functions, each call with its own format string."""
     types = list(ARGUMENTS)
     parameters = ", ".join(f"{ir_type} {name}" for ir_type, (_, name) in ARGUMENTS.items())
     strings, bodies = [], []
-    for function in range(FUNCTIONS):
+    for function in range(functions):
         body = [f"define void @shader{function}(ptr addrspace(7) %buf, {parameters}) {{", "entry:"]
-        for number in range(function, calls, FUNCTIONS):
+        for number in range(function, calls, functions):
             chosen = [types[(number * 7 + k * 3) % len(types)] for k in range(number % 4)]
             text = f"call {number}:" + "".join(f" {ARGUMENTS[ir_type][0]}" for ir_type in chosen) + "\\0A"
             size = len(text) - 2 + 1
@@ -86,6 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--functions", type=int, default=FUNCTIONS)
     args = parser.parse_args()
 
     lower_sources([Source("warm-up.ll", generate(10))])
@@ -93,7 +96,7 @@ def main() -> None:
     print(" ".join(f"{name:>{max(len(name), 7)}}" for name in columns))
     timings = []
     for calls in args.calls:
-        sources = [Source(f"bench{calls}.ll", generate(calls))]
+        sources = [Source(f"bench{calls}.ll", generate(calls, args.functions))]
         lowered = lower_sources(sources)
         wall, cpu = best(lambda sources=sources: lower_sources(sources), args.repeat)
         _, codegen_cpu = best(lambda ir=lowered.ir: codegen(ir), 1)
