@@ -118,7 +118,8 @@ def helper_definition(helper: Helper, target: Target, reserve: str | None = None
     OFFSET_CLAMP_DWORDS; where the target checks capacity, go on only if `old + size <= reserved0`;
     write at dword `HEADER_DWORDS + clamped`. A printf entry is the 64-bit header `(id << 16) | size`
     (passed in, the ID differs per call) and the packed arguments. An abort record is the u64 entry
-    size in bytes, that entry, and a zero dword when padding to 8 bytes; then a fence and `llvm.trap`.
+    size in bytes, that entry, and a zero dword when padding to 8 bytes, the size stored last with
+    release ordering; then a fence and `llvm.trap`.
     """
     buffer, layout = helper.buffer_type, helper.layout
     is_abort = helper.kind == ABORT
@@ -154,10 +155,7 @@ def helper_definition(helper: Helper, target: Target, reserve: str | None = None
     lines.append(f"  %rec = getelementptr [{HEADER_DWORDS} x i32], {buffer} %buffer, i64 1, i64 %at")
     entry = "%rec"
     if is_abort:
-        lines += [
-            f"  store i64 {helper.entry_dwords * 4}, {buffer} %rec, align 4",
-            f"  %entry = getelementptr i32, {buffer} %rec, i64 {ABORT_SIZE_DWORDS}",
-        ]
+        lines.append(f"  %entry = getelementptr i32, {buffer} %rec, i64 {ABORT_SIZE_DWORDS}")
         entry = "%entry"
     lines.append(f"  store i64 %header, {buffer} {entry}, align 4")
     dword = ENTRY_HEADER_DWORDS
@@ -178,6 +176,10 @@ def helper_definition(helper: Helper, target: Target, reserve: str | None = None
             f"  %pad.ptr = getelementptr i32, {buffer} {entry}, i64 {dword}",
             f"  store i32 0, {buffer} %pad.ptr, align 4",
         ]
+    if is_abort:
+        # payloadBytes last, released after the entry: a record whose writer died half-way reads as
+        # size 0. Records are whole numbers of 8 bytes from an 8-byte aligned start, so this is aligned.
+        lines.append(f"  store atomic i64 {helper.entry_dwords * 4}, {buffer} %rec release, align 8")
     lines += [f"  br label %{exit_label}", f"{exit_label}:"]
     lines += ["  fence seq_cst", "  call void @llvm.trap()", "  unreachable"] if is_abort else ["  ret void"]
     return "\n" + "\n".join(lines) + "\n}\n"

@@ -306,6 +306,18 @@ def test_abort_record_is_even_sized_and_padded_only_when_needed():
     assert "store i32 0" in padded.ir
 
 
+@pytest.mark.parametrize("target", ["cpu", "amdpal", "nvptx"])
+def test_abort_stores_payload_bytes_last_with_release_ordering_then_fences_and_traps(target):
+    lowered = lower(module([("fmt", "%d %lld", [("i32", "5"), ("i64", "-1")])], callee=ABORT), target)
+    body = lowered.ir[lowered.ir.index("define void @entry") :]
+    stores = [line.strip() for line in body.splitlines() if line.strip().startswith("store")]
+    assert len(stores) == 5  # entry header, two arguments, padding, payloadBytes
+    assert re.fullmatch(r"store atomic i64 20, ptr addrspace\(\d\) %rec\S* release, align 8", stores[-1])
+    assert not any("atomic" in store for store in stores[:-1])
+    tail = body[body.index(stores[-1]) :]
+    assert tail.index("fence seq_cst") < tail.index("call void @llvm.trap()")
+
+
 def test_printf_and_abort_share_one_table():
     text = (
         string_global("fmt", "value %d")
