@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy
@@ -225,14 +225,23 @@ def render_columns(
     the format has no arguments. Rows are rendered in chunks by the first of `_tiers` that takes
     the format; the rows a tier cannot print exactly go on to the next one.
     """
-    arrays = [_typed(arg, column) for arg, column in zip(layout, columns, strict=True)]
-    count = len(arrays[0]) if arrays else rows or 0
     tiers = _tiers(fmt)
     lines: list[str] = []
-    for start in range(0, count, CHUNK_ROWS):
-        stop = min(count, start + CHUNK_ROWS)
-        lines.extend(_render(tiers, [array[start:stop] for array in arrays], stop - start))
+    for arrays, count in _chunks(layout, columns, rows):
+        lines.extend(_render(tiers, arrays, count))
     return lines
+
+
+def render_text(
+    fmt: FormatString, layout: Layout, columns: Sequence[numpy.ndarray], rows: int | None = None
+) -> str:
+    """`"".join(render_columns(fmt, layout, columns, rows))`, without a string per row where the byte
+    cells print the rows: their bytes are decoded a chunk at a time, as one block."""
+    cells = _cell_plan(fmt)
+    if cells is None:
+        return "".join(render_columns(fmt, layout, columns, rows))
+    rest = _tiers(fmt)[1:]
+    return "".join(cells.render_text(rest, arrays, count) for arrays, count in _chunks(layout, columns, rows))
 
 
 CHUNK_ROWS = 1 << 14  # rows rendered together: big enough to amortise numpy calls, small for the caches
@@ -246,6 +255,17 @@ _DTYPES = {
 
 Renderer = Callable[[list[numpy.ndarray], int], tuple[list[str], numpy.ndarray]]
 Mask = Callable[[numpy.ndarray], numpy.ndarray]
+
+
+def _chunks(
+    layout: Layout, columns: Sequence[numpy.ndarray], rows: int | None
+) -> Iterator[tuple[list[numpy.ndarray], int]]:
+    """The columns, typed, in chunks of at most CHUNK_ROWS rows, and the rows of each chunk."""
+    arrays = [_typed(arg, column) for arg, column in zip(layout, columns, strict=True)]
+    count = len(arrays[0]) if arrays else rows or 0
+    for start in range(0, count, CHUNK_ROWS):
+        stop = min(count, start + CHUNK_ROWS)
+        yield [array[start:stop] for array in arrays], stop - start
 
 
 def _typed(arg: ArgType, column: numpy.ndarray) -> numpy.ndarray:
@@ -432,6 +452,7 @@ POWERS = {
 }
 ALL = numpy.ones((1, 1), dtype=bool)
 TERMINATOR = b"\0"
+SPLICE_RATIO = 64  # a block splices in its exceptional rows while they are fewer than 1 in this many
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,6 +462,38 @@ class _CellPlan:
     pieces: tuple[bytes | Conversion, ...]
 
     def render(self, arrays: list[numpy.ndarray], count: int) -> tuple[list[str], numpy.ndarray]:
+        segments, exceptional = self._segments(arrays, count)
+        return _lines(_kept_cells([*segments, _literal(TERMINATOR)], count)), exceptional
+
+    def render_text(self, rest: Sequence[Renderer], arrays: list[numpy.ndarray], count: int) -> str:
+        """The rows' text as one string; the exceptional rows printed by the `rest` of the tiers.
+
+        Without exceptional rows the kept bytes are the text. With a few, the rows end in NUL so that
+        they can be found and replaced; with many, the rows are split and joined as by `render`.
+        """
+        segments, exceptional = self._segments(arrays, count)
+        rows = numpy.flatnonzero(exceptional)
+        if not rows.size:
+            return _decode(_kept_cells(segments, count))
+        cells = _kept_cells([*segments, _literal(TERMINATOR)], count)
+        redone = _render(rest, [array[rows] for array in arrays], rows.size)
+        if rows.size * SPLICE_RATIO > count:
+            lines = _lines(cells)
+            for row, line in zip(rows.tolist(), redone, strict=True):
+                lines[row] = line
+            return "".join(lines)
+        ends = numpy.flatnonzero(cells == TERMINATOR[0])
+        data = cells.tobytes()
+        starts = numpy.concatenate(([0], ends[:-1] + 1))
+        pieces, position = [], 0
+        for row, line in zip(rows.tolist(), redone, strict=True):
+            pieces += [data[position : starts[row]], line.encode("utf-8", "surrogatepass")]
+            position = int(ends[row])
+        pieces.append(data[position:])
+        return _decode(b"".join(pieces).replace(TERMINATOR, b""))
+
+    def _segments(self, arrays: list[numpy.ndarray], count: int) -> tuple[list[Segment], numpy.ndarray]:
+        """The segments of every piece in order, and the rows they cannot print."""
         segments: list[Segment] = []
         exceptional = numpy.zeros(count, dtype=bool)
         arguments = iter(arrays)
@@ -456,10 +509,10 @@ class _CellPlan:
                 field, bad = _cell_field(piece, component, count)
                 segments.extend(field)
                 exceptional |= bad
-        segments.append(_literal(TERMINATOR))
-        return _assemble(segments, count), exceptional
+        return segments, exceptional
 
 
+@functools.lru_cache(maxsize=1024)
 def _cell_plan(fmt: FormatString) -> _CellPlan | None:
     if TERMINATOR.decode() in fmt.text or not all(map(_has_cells, fmt.conversions)):
         return None
@@ -481,20 +534,31 @@ def _has_cells(conversion: Conversion) -> bool:
     )
 
 
-def _assemble(segments: list[Segment], count: int) -> list[str]:
-    """The rows' texts: the kept cells of the segments side by side, split at the terminators."""
+def _kept_cells(segments: list[Segment], count: int) -> numpy.ndarray:
+    """The kept cells of the segments side by side, row after row: UTF-8 bytes."""
     width = sum(cells.shape[1] for cells, _ in segments)
     cells = numpy.empty((count, width), dtype=numpy.uint8)
-    keep = numpy.empty((count, width), dtype=bool)
+    keep = numpy.ones((count, width), dtype=bool)
     start = 0
     for segment_cells, segment_keep in segments:
         stop = start + segment_cells.shape[1]
         cells[:, start:stop] = segment_cells
-        keep[:, start:stop] = segment_keep
+        if segment_keep.size > 1 or not segment_keep.all():
+            keep[:, start:stop] = segment_keep
         start = stop
-    lines = cells[keep].tobytes().decode("utf-8", "surrogatepass").split(TERMINATOR.decode())
+    return cells[keep]
+
+
+def _lines(cells: numpy.ndarray) -> list[str]:
+    """The text of rows that each end in TERMINATOR."""
+    lines = _decode(cells).split(TERMINATOR.decode())
     lines.pop()
     return lines
+
+
+def _decode(data: numpy.ndarray | bytes) -> str:
+    """UTF-8 cells as text; lone surrogates (in format strings) pass."""
+    return str(data, "utf-8", "surrogatepass")
 
 
 def _literal(text: bytes, keep: numpy.ndarray | bool = True) -> Segment:
@@ -554,22 +618,26 @@ def _digits(
     """Digit characters of `magnitude` (uint64), right-aligned in as many columns as the largest
     value needs (at least `minimum`), and the count of significant digits of each row (0 for 0)."""
     powers = POWERS[base]
-    width = max(minimum, int(numpy.searchsorted(powers, magnitude.max(initial=0), side="right")))
+    largest = magnitude.max(initial=0)
+    width = max(minimum, int(numpy.searchsorted(powers, largest, side="right")))
+    rest = magnitude.astype(numpy.uint32) if largest >> 32 == 0 else magnitude  # 32-bit division is faster
+    divisor = rest.dtype.type(base)
     columns = numpy.empty((width, len(magnitude)), dtype=numpy.uint8)
-    rest = magnitude
-    divisor = numpy.uint64(base)
     for column in range(width - 1, -1, -1):
         quotient = rest // divisor
-        columns[column] = table[rest - quotient * divisor]
+        columns[column] = rest - quotient * divisor
         rest = quotient
-    return columns.T, numpy.searchsorted(powers, magnitude, side="right")
+    return table.take(columns).T, numpy.searchsorted(powers, magnitude, side="right")
 
 
 def _digit_cells(digits: numpy.ndarray, shown: numpy.ndarray) -> Segment:
     """The last `shown` digit characters of each row, zeros added in front up to `shown`."""
     width = max(digits.shape[1], int(shown.max(initial=0)))
-    cells = numpy.full((len(digits), width), ord("0"), dtype=numpy.uint8)
-    cells[:, width - digits.shape[1] :] = digits
+    if width == digits.shape[1]:
+        cells = digits
+    else:
+        cells = numpy.full((len(digits), width), ord("0"), dtype=numpy.uint8)
+        cells[:, width - digits.shape[1] :] = digits
     return cells, numpy.arange(width)[None, :] >= (width - shown)[:, None]
 
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .cformat import format_values, render_columns
+from .cformat import format_values, render_columns, render_text
 from .errors import BufferDecodeError, DprintfError
 from .formats import FormatString
 from .layout import (
@@ -42,6 +42,7 @@ from .table import FormatEntry
 
 DWORD = np.dtype("<u4")
 TEXT_CHUNK_ENTRIES = 1 << 16
+TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
 _SIZE_MASK = (1 << ENTRY_SIZE_BITS) - 1
 _LOW_DWORD = 0xFFFFFFFF
 _KEY_SHIFT = ENTRY_SIZE_BITS  # the ID's low 16 bits, the high half of a header's low dword, key formats
@@ -291,6 +292,14 @@ class FormatColumns:
         columns = [column[start:stop] for column in self.columns]
         return render_columns(self.format.format, self.format.layout, columns, rows=stop - start)
 
+    def text(self, start: int = 0, stop: int | None = None) -> str:
+        """`"".join(self.render(start, stop))`, rendered as one block (no string per entry)."""
+        stop = len(self) if stop is None else stop
+        if stop - start < len(self.columns):
+            return "".join(self.render(start, stop))
+        columns = [column[start:stop] for column in self.columns]
+        return render_text(self.format.format, self.format.layout, columns, rows=stop - start)
+
 
 @dataclass(frozen=True, eq=False)
 class PrintfDecoding:
@@ -329,27 +338,54 @@ class PrintfDecoding:
             rows[indices] = np.arange(indices.size)
         return rows
 
-    def text_chunks(self, chunk_entries: int = TEXT_CHUNK_ENTRIES) -> Iterator[str]:
-        """The output in pieces of at most `chunk_entries` entries, in buffer order."""
-        for start, stop, pieces in self._chunks(chunk_entries, FormatColumns.render):
-            yield "".join(_interleave(self.entry_groups[start:stop], pieces))
+    def text_chunks(self, chunk_entries: int | None = None) -> Iterator[str]:
+        """The output in pieces of at most `chunk_entries` (TEXT_CHUNK_ENTRIES) entries, in buffer order.
+
+        A run of at least TEXT_BLOCK_ENTRIES consecutive entries of one format is rendered in blocks,
+        with no string per entry; the entries between such runs a group at a time, then interleaved.
+        """
+        chunk_entries = chunk_entries or TEXT_CHUNK_ENTRIES
+        cursors = [0] * len(self.groups)
+        position = 0
+        for start, stop in [*self._runs(TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
+            for first, last, pieces in self._chunks(
+                chunk_entries, FormatColumns.render, cursors, position, start
+            ):
+                yield "".join(_interleave(self.entry_groups[first:last], pieces))
+            if start < stop:
+                group = int(self.entry_groups[start])
+                for first in range(start, stop, chunk_entries):
+                    row = cursors[group]
+                    cursors[group] = row + min(chunk_entries, stop - first)
+                    yield self.groups[group].text(row, cursors[group])
+            position = stop
 
     def text(self) -> str:
         """The concatenated output, exactly as C's printf would print it."""
         return "".join(self.text_chunks())
 
-    def _chunks(self, chunk_entries: int, produce: Any) -> Iterator[tuple[int, int, dict[int, list]]]:
-        """For each chunk of entries, `produce(group, first_row, stop_row)` of every group present in it."""
-        cursors = [0] * len(self.groups)
-        for start in range(0, self.entry_groups.size, chunk_entries):
-            stop = min(start + chunk_entries, self.entry_groups.size)
-            counts = np.bincount(self.entry_groups[start:stop], minlength=len(self.groups))
+    def _runs(self, minimum: int) -> list[tuple[int, int]]:
+        """(start, stop) of each run of at least `minimum` consecutive entries of one format."""
+        numbers = self.entry_groups
+        bounds = np.concatenate(([0], np.flatnonzero(numbers[1:] != numbers[:-1]) + 1, [numbers.size]))
+        long = np.flatnonzero(np.diff(bounds) >= minimum)
+        return list(zip(bounds[long].tolist(), bounds[long + 1].tolist(), strict=True))
+
+    def _chunks(
+        self, chunk_entries: int, produce: Any, cursors: list[int], start: int = 0, stop: int | None = None
+    ) -> Iterator[tuple[int, int, dict[int, list]]]:
+        """For each chunk of the entries `start..stop`, `produce(group, first_row, stop_row)` of every
+        group present in it; `cursors` holds each group's next row and is advanced."""
+        stop = self.entry_groups.size if stop is None else stop
+        for first in range(start, stop, chunk_entries):
+            last = min(first + chunk_entries, stop)
+            counts = np.bincount(self.entry_groups[first:last], minlength=len(self.groups))
             pieces = {}
             for number in np.flatnonzero(counts).tolist():
-                first = cursors[number]
-                cursors[number] = first + int(counts[number])
-                pieces[number] = produce(self.groups[number], first, cursors[number])
-            yield start, stop, pieces
+                row = cursors[number]
+                cursors[number] = row + int(counts[number])
+                pieces[number] = produce(self.groups[number], row, cursors[number])
+            yield first, last, pieces
 
 
 class PrintfEntries(Sequence[PrintfEntry]):
@@ -375,7 +411,7 @@ class PrintfEntries(Sequence[PrintfEntry]):
 
     def __iter__(self) -> Iterator[PrintfEntry]:
         decoding = self._decoding
-        for start, stop, pieces in decoding._chunks(TEXT_CHUNK_ENTRIES, _entries):
+        for start, stop, pieces in decoding._chunks(TEXT_CHUNK_ENTRIES, _entries, [0] * len(decoding.groups)):
             yield from _interleave(decoding.entry_groups[start:stop], pieces)
 
 

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from metadata import cformat
-from metadata.cformat import format_value, format_values, render_columns
+from metadata.cformat import format_value, format_values, render_columns, render_text
 from metadata.formats import FLOAT_CONVERSIONS, FLOAT_LENGTHS, INTEGER_LENGTHS, Conversion, parse_format
-from metadata.layout import FLOAT, INTEGER, VECTOR_WIDTHS, ArgType
+from metadata.layout import FLOAT, INTEGER, VECTOR_WIDTHS, ArgType, parse_layout
 
 LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
 NEGATIVE_NAN = struct.unpack("<d", struct.pack("<Q", 0xFFF8_0000_0000_0000))[0]
@@ -194,9 +194,7 @@ def test_format_values_matches_snprintf_of_whole_format(data: st.DataObject, tex
 
 def test_format_values_keeps_unicode_literals() -> None:
     text = "é %d → ü%%\n"
-    assert (
-        format_values(parse_format(text), [5]) == snprintf(text, ctypes.c_int(5))
-    )
+    assert format_values(parse_format(text), [5]) == snprintf(text, ctypes.c_int(5))
 
 
 DTYPES = {
@@ -371,3 +369,90 @@ def test_render_columns_joins_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     expected = [format_values(fmt, [int(n), float(numpy.float32(n) / 3), int(n) + ord("a")]) for n in numbers]
     assert len(cformat._tiers(fmt)) == 3
     assert render_columns(fmt, layout, columns) == expected
+
+
+CELL_LITERALS = st.text(st.sampled_from("ab =:\n\t%é→\udc80\udcff"), max_size=4).map(
+    lambda text: text.replace("%", "%%")
+)  # non-ASCII and lone surrogates: literals are UTF-8 bytes in the cells
+
+
+@st.composite
+def cell_formats(draw: st.DrawFn) -> str:
+    """A format the byte cells print (scalars and vectors); at times none, or one `%c` or `%g` among them."""
+    cells = "diouxXfFeE"
+    others = st.sampled_from(["%c", "%5c", "%g", "%a", "%.20f"])
+    pieces = []
+    for _ in range(draw(st.integers(0, 4))):
+        spec = specs(cells, vector=draw(st.booleans())).filter(lambda s: cformat._has_cells(conversion_of(s)))
+        pieces.append(draw(st.one_of(spec, others) if draw(st.integers(0, 9)) == 0 else spec))
+    return draw(CELL_LITERALS) + "".join(piece + draw(CELL_LITERALS) for piece in pieces)
+
+
+def typical_column(data: st.DataObject, arg: ArgType, rows: int) -> numpy.ndarray:
+    """Mostly values the cells print, now and then one they pass on (NaN, inf, a tie, a huge value)."""
+    if arg.kind == INTEGER:
+        return column(data, arg, rows)
+    shape = (rows, arg.vector) if arg.vector else (rows,)
+    array = data.draw(arrays(DTYPES[arg.kind, arg.bits], shape, elements=typical_floats(arg.bits)))
+    rare = st.sampled_from([numpy.nan, -numpy.inf, numpy.inf, 0.5, 2.5, 1e30, -0.0, 0.125])
+    for _ in range(data.draw(st.integers(0, 3)) if rows else 0):
+        index = data.draw(st.integers(0, array.size - 1))
+        array.reshape(-1)[index] = data.draw(rare) if arg.bits == 64 else numpy.float32(data.draw(rare))
+    return array
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), cell_formats(), st.sampled_from([1, 64]), st.sampled_from([3, 1 << 14]))
+def test_render_text_equals_joined_rows(data: st.DataObject, text: str, ratio: int, chunk: int) -> None:
+    """As one block, rows spliced in (ratio 1) or split and joined (64), across chunk boundaries."""
+    fmt = parse_format(text)
+    layout = tuple(argument_type(conversion, data) for conversion in fmt.conversions)
+    rows = data.draw(st.integers(0, 40))
+    columns = [typical_column(data, arg, rows) for arg in layout]
+    expected = "".join(format_values(fmt, rows_of(columns, row)) for row in range(rows))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cformat, "SPLICE_RATIO", ratio)
+        patch.setattr(cformat, "CHUNK_ROWS", chunk)
+        assert "".join(render_columns(fmt, layout, columns, rows)) == expected
+        assert render_text(fmt, layout, columns, rows) == expected
+
+
+@pytest.mark.parametrize("ratio", [1, 64])
+def test_render_text_replaces_exceptional_rows_in_place(monkeypatch: pytest.MonkeyPatch, ratio: int) -> None:
+    """NaN, infinities and decimal ties, first, last and in between, among rows the cells print."""
+    monkeypatch.setattr(cformat, "SPLICE_RATIO", ratio)
+    fmt = parse_format("invocation %u: pos (%f, %.0f, %e) é hash %016llx\n")
+    layout = parse_layout("i32,f32,f64,f64,i64")
+    rows = 300
+    rng = numpy.random.default_rng(3)
+    floats = (rng.standard_normal(rows) * 100).astype(numpy.float32)
+    floats[[0, 7, rows - 1]] = [numpy.nan, numpy.inf, NEGATIVE_NAN_32]
+    ties = rng.standard_normal(rows) * 100
+    ties[[1, 150, rows - 1]] = [0.5, 2.5, -1.5]
+    columns = [
+        rng.integers(0, 1 << 32, rows, dtype=numpy.uint64).astype(numpy.uint32),
+        floats,
+        ties,
+        numpy.where(numpy.arange(rows) % 97 == 0, -numpy.inf, ties),
+        rng.integers(0, 1 << 64, rows, dtype=numpy.uint64),
+    ]
+    expected = [format_values(fmt, rows_of(columns, row)) for row in range(rows)]
+    assert render_text(fmt, layout, columns) == "".join(expected)
+    assert render_columns(fmt, layout, columns) == expected
+
+
+def test_render_text_without_arguments_repeats_the_text() -> None:
+    text = "done 100%% →\n"
+    assert render_text(parse_format(text), (), [], rows=3) == snprintf(text) * 3
+    assert render_text(parse_format(text), (), [], rows=0) == ""
+
+
+def test_render_text_keeps_bytes_of_char_as_surrogates() -> None:
+    """`%c` of a byte >= 0x80 is the lone surrogate U+DC80..U+DCFF, in the block as in the rows."""
+    fmt = parse_format("%c%d\n")
+    layout = (ArgType(INTEGER, 32), ArgType(INTEGER, 32))
+    columns = [numpy.array([0x41, 0x80, 0xFF, 0x1E9], numpy.uint32), numpy.arange(4, dtype=numpy.uint32)]
+    assert render_text(fmt, layout, columns) == "A0\n\udc801\n\udcff2\n\udce93\n"
+    pairs = zip(*(column.tolist() for column in columns), strict=True)
+    c_lines = [snprintf(fmt.text, ctypes.c_uint(c), ctypes.c_uint(n)) for c, n in pairs]
+    assert render_text(fmt, layout, columns) == "".join(c_lines)

@@ -551,6 +551,7 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(printf_buffer, "_BLOCK_DWORDS", 7)
     monkeypatch.setattr(printf_buffer, "_BLOCK_ENTRIES", 3)
     monkeypatch.setattr(printf_buffer, "TEXT_CHUNK_ENTRIES", 4)
+    monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 3)
 
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -598,3 +599,44 @@ def test_non_finite_and_signed_zero_values_keep_their_bits_class():
     (item,) = decode_printf_buffer(build_printf_buffer([(entry, values)]), FormatTable([entry])).entries
     assert math.isnan(item.values[0]) and item.values[1] == float("-inf")
     assert math.copysign(1.0, item.values[2]) == -1.0 and item.values[3] == 5e-324
+
+
+def runs_buffer(seed: int, runs: int) -> tuple[bytearray, list[str]]:
+    """Runs of 1 to 60 entries of one format (random payload bits), and each entry's text."""
+    rng = np.random.default_rng(seed)
+    records, lines = [], []
+    for _ in range(runs):
+        entry = FUZZ_FORMATS[int(rng.integers(len(FUZZ_FORMATS)))]
+        size = entry_dwords(entry.layout)
+        for _ in range(int(rng.integers(1, 61))):
+            payload = rng.integers(0, 1 << 32, size - 2, dtype=np.uint64).tolist()
+            records.append(raw_entry(entry, size, payload))
+            values = reference_values(payload, 0, entry.layout)
+            lines.append(format_values(entry.format, values))
+    return build_buffer(records), lines
+
+
+@pytest.mark.parametrize("block", [1, 8, 1 << 30])
+@pytest.mark.parametrize("chunk", [5, 64, None])
+def test_text_chunks_render_runs_as_blocks(monkeypatch, block, chunk):
+    """Runs rendered as blocks (all of them, the long ones, none) give the text entry by entry, in
+    chunks of at most `chunk` entries."""
+    monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", block)
+    data, lines = runs_buffer(11, 60)
+    decoding = decode_printf_buffer(data, FUZZ_TABLE)
+    chunks = list(decoding.text_chunks(chunk))
+    assert "".join(chunks) == "".join(lines) == decoding.text()
+    assert max(text.count("\n") for text in chunks) <= (chunk or printf_buffer.TEXT_CHUNK_ENTRIES)
+
+
+def test_text_chunks_of_one_long_run_and_of_nothing():
+    entry = entry_for("invocation %u: pos (%f, %f, %f) hash %016llx\n", "i32,f32,f32,f32,i64")
+    calls = [(entry, [n, n / 3, -n * 1.5, float("nan") if n % 7 == 0 else 0.5, n << 40]) for n in range(3000)]
+    decoding = decode_printf_buffer(build_printf_buffer(calls), FormatTable([entry]))
+    expected = [
+        c_line(entry, [stored(arg, v) for arg, v in zip(entry.layout, values, strict=True)])
+        for _, values in calls
+    ]
+    assert list(decoding.text_chunks(1000)) == ["".join(expected[n : n + 1000]) for n in range(0, 3000, 1000)]
+    empty = decode_printf_buffer(build_printf_buffer([]), FormatTable([entry]))
+    assert list(empty.text_chunks()) == [] and empty.text() == ""
