@@ -668,10 +668,10 @@ def _float_cells(
     conversion: Conversion, array: numpy.ndarray
 ) -> tuple[list[Segment], list[Segment], numpy.ndarray]:
     """Sign and body of `%f %e` (any case) for the finite rows; the others are marked."""
-    numbers = array.astype(numpy.float64)
-    finite = numpy.isfinite(numbers)
-    magnitude = numpy.where(finite, numpy.abs(numbers), 0.0)
-    with numpy.errstate(over="ignore", invalid="ignore"):
+    with numpy.errstate(over="ignore", invalid="ignore"):  # widening a signalling NaN sets "invalid"
+        numbers = array.astype(numpy.float64)
+        finite = numpy.isfinite(numbers)
+        magnitude = numpy.where(finite, numpy.abs(numbers), 0.0)
         body, bad = _FLOAT_BODIES[conversion.conversion.lower()](conversion, magnitude)
     return [_sign_cells(conversion, numpy.signbit(numbers))], body, bad | ~finite
 
