@@ -311,7 +311,7 @@ def sass_summary(ptx: str, name: str, sass_dir: Path | None) -> str:
 def render_range(bounds: tuple[int, int]) -> bytes:
     """The text of entries `start..stop` of the (single-format) decoding inherited from the parent."""
     start, stop = bounds
-    return "".join(_DECODING.groups[0].render(start, stop)).encode()
+    return _DECODING.groups[0].text(start, stop).encode()
 
 
 _DECODING: PrintfDecoding | None = None
