@@ -13,6 +13,7 @@ that did not fit are counted in `dropped_dwords`, everything else becomes an `Is
 
 from __future__ import annotations
 
+import multiprocessing
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from .table import FormatEntry
 DWORD = np.dtype("<u4")
 TEXT_CHUNK_ENTRIES = 1 << 16
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
+PARALLEL_TEXT_ENTRIES = 1 << 20  # fewer entries are rendered in the calling process, whatever is asked
 _SIZE_MASK = (1 << ENTRY_SIZE_BITS) - 1
 _LOW_DWORD = 0xFFFFFFFF
 _KEY_SHIFT = ENTRY_SIZE_BITS  # the ID's low 16 bits, the high half of a header's low dword, key formats
@@ -338,27 +340,47 @@ class PrintfDecoding:
             rows[indices] = np.arange(indices.size)
         return rows
 
-    def text_chunks(self, chunk_entries: int | None = None) -> Iterator[str]:
+    def text_chunks(self, chunk_entries: int | None = None, processes: int = 1) -> Iterator[str]:
         """The output in pieces of at most `chunk_entries` (TEXT_CHUNK_ENTRIES) entries, in buffer order.
 
         A run of at least TEXT_BLOCK_ENTRIES consecutive entries of one format is rendered in blocks,
         with no string per entry; the entries between such runs a group at a time, then interleaved.
+        With `processes` > 1 and at least PARALLEL_TEXT_ENTRIES entries, the pieces are rendered by a
+        pool of that many forked processes (the decoding is shared by the fork), still yielded in order.
         """
-        chunk_entries = chunk_entries or TEXT_CHUNK_ENTRIES
+        pieces = self._text_pieces(chunk_entries or TEXT_CHUNK_ENTRIES)
+        if processes <= 1 or self.entry_groups.size < PARALLEL_TEXT_ENTRIES:
+            yield from map(self._render_piece, pieces)
+            return
+        global _FORKED
+        _FORKED = self
+        try:
+            with multiprocessing.get_context("fork").Pool(processes) as pool:
+                yield from pool.imap(_render_forked_piece, pieces)
+        finally:
+            _FORKED = None
+
+    def _text_pieces(self, chunk_entries: int) -> Iterator[_TextPiece]:
+        """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
         cursors = [0] * len(self.groups)
         position = 0
         for start, stop in [*self._runs(TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
-            for first, last, pieces in self._chunks(
-                chunk_entries, FormatColumns.render, cursors, position, start
-            ):
-                yield "".join(_interleave(self.entry_groups[first:last], pieces))
+            for first, last, rows in self._chunks(chunk_entries, _rows, cursors, position, start):
+                yield _TextPiece(first, last, tuple(rows.items()))
             if start < stop:
                 group = int(self.entry_groups[start])
                 for first in range(start, stop, chunk_entries):
                     row = cursors[group]
                     cursors[group] = row + min(chunk_entries, stop - first)
-                    yield self.groups[group].text(row, cursors[group])
+                    yield _TextPiece(first, first, ((group, (row, cursors[group])),))
             position = stop
+
+    def _render_piece(self, piece: _TextPiece) -> str:
+        if piece.first == piece.last:
+            ((group, (row, stop)),) = piece.rows
+            return self.groups[group].text(row, stop)
+        pieces = {group: self.groups[group].render(row, stop) for group, (row, stop) in piece.rows}
+        return "".join(_interleave(self.entry_groups[piece.first : piece.last], pieces))
 
     def text(self) -> str:
         """The concatenated output, exactly as C's printf would print it."""
@@ -386,6 +408,28 @@ class PrintfDecoding:
                 cursors[number] = row + int(counts[number])
                 pieces[number] = produce(self.groups[number], row, cursors[number])
             yield first, last, pieces
+
+
+@dataclass(frozen=True, slots=True)
+class _TextPiece:
+    """A piece of output: entries `first..last` interleaved from `rows` ((group, (row, stop)) pairs),
+    or, where `first == last`, one block of the only group's rows."""
+
+    first: int
+    last: int
+    rows: tuple[tuple[int, tuple[int, int]], ...]
+
+
+_FORKED: PrintfDecoding | None = None  # the decoding a forked rendering process inherits
+
+
+def _render_forked_piece(piece: _TextPiece) -> str:
+    assert _FORKED is not None, "rendering processes are forked from text_chunks"
+    return _FORKED._render_piece(piece)
+
+
+def _rows(group: FormatColumns, row: int, stop: int) -> tuple[int, int]:
+    return row, stop
 
 
 class PrintfEntries(Sequence[PrintfEntry]):

@@ -629,6 +629,23 @@ def test_text_chunks_render_runs_as_blocks(monkeypatch, block, chunk):
     assert max(text.count("\n") for text in chunks) <= (chunk or printf_buffer.TEXT_CHUNK_ENTRIES)
 
 
+def test_text_chunks_rendered_by_forked_processes_are_the_same_pieces_in_order(monkeypatch):
+    monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 8)
+    data, lines = runs_buffer(5, 80)
+    decoding = decode_printf_buffer(data, FUZZ_TABLE)
+    monkeypatch.setattr(printf_buffer, "PARALLEL_TEXT_ENTRIES", 1)
+    parallel = list(decoding.text_chunks(16, processes=3))
+    assert parallel == list(decoding.text_chunks(16)) and "".join(parallel) == "".join(lines)
+    assert len(parallel) > 3 and printf_buffer._FORKED is None
+
+
+def test_small_decodings_are_rendered_in_the_calling_process(monkeypatch):
+    data, lines = runs_buffer(6, 4)
+    decoding = decode_printf_buffer(data, FUZZ_TABLE)
+    monkeypatch.setattr(printf_buffer.multiprocessing, "get_context", None)  # any pool would fail
+    assert "".join(decoding.text_chunks(processes=8)) == "".join(lines)
+
+
 def test_text_chunks_of_one_long_run_and_of_nothing():
     entry = entry_for("invocation %u: pos (%f, %f, %f) hash %016llx\n", "i32,f32,f32,f32,i64")
     calls = [(entry, [n, n / 3, -n * 1.5, float("nan") if n % 7 == 0 else 0.5, n << 40]) for n in range(3000)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from typing import Any
 
@@ -35,13 +36,18 @@ def run(args: argparse.Namespace) -> int:
         return status
     for message in warnings:
         warn(message)
-    for chunk in printf.text_chunks():
-        sys.stdout.buffer.write(chunk.encode("utf-8", "surrogateescape"))
-    sys.stdout.flush()
+    write_text(printf)
     report_printf(printf)
     if aborts is not None:
         report_aborts(aborts)
     return status
+
+
+def write_text(printf: PrintfDecoding) -> None:
+    """The output to stdout, byte for byte what C's printf writes, rendered by every CPU when large."""
+    for chunk in printf.text_chunks(processes=os.cpu_count() or 1):
+        sys.stdout.buffer.write(chunk.encode("utf-8", "surrogateescape"))
+    sys.stdout.flush()
 
 
 def report_printf(printf: PrintfDecoding) -> None:

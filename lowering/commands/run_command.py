@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from ..harness import Ending, RunResult, run_sources
 from ..lowering_pass import Source
 from . import EXIT_BAD_INPUT, EXIT_DEVICE_LOST, EXIT_OK, error, read_text, warn, write_output
-from .decode_command import document, report_aborts, report_printf
+from .decode_command import document, report_aborts, report_printf, write_text
 
 STDIN = "-"
 EXIT_STATUS = {
@@ -47,9 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_output(None, json.dumps(run_document(result, status), allow_nan=False) + "\n")
         return status
-    for chunk in result.printf.text_chunks():
-        sys.stdout.buffer.write(chunk.encode("utf-8", "surrogateescape"))
-    sys.stdout.flush()
+    write_text(result.printf)
     report_printf(result.printf)
     report_aborts(result.abort)
     for message in result.guard_issues:

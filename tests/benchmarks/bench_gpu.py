@@ -6,7 +6,7 @@ One process, one GPU, invocations 2^20 .. 2^24 of one format and arguments
   (a) kernel time: lowered printf vs a CUDA C kernel calling printf (NVRTC), same values;
   (b) end to end: lowered kernel + copy back + decode + text written to /dev/null, vs the CUDA printf
       kernel + the flush of its output (stdout redirected to /dev/null, its FIFO sized for every line);
-      the text is also rendered by several processes, to show what the decoder could reach;
+      the text rendered in one process, then by `text_chunks(processes=N)` on every CPU, as `dprintf` does;
   (c) lowered printf vs the same kernel writing the same bytes with plain stores and no printf;
   (d) a compute kernel (256, then 512 arithmetic instructions per invocation) whose printf sits under a
       branch never taken, vs the same kernel without the printf (interleaved batches of launches);
@@ -36,8 +36,6 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from unittest import mock
 
@@ -49,7 +47,7 @@ from lowering.lowering_pass import LoweredModule, Source, lower_sources
 from lowering.nvptx_device import CudaKernel, kernel_ptx
 from lowering.targets import TARGETS
 from metadata.layout import HEADER_BYTES, entry_dwords, entry_header, parse_layout
-from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
+from metadata.printf_buffer import decode_printf_buffer
 from metadata.table import FormatEntry
 
 FORMAT = "invocation %u: pos (%f, %f, %f) hash %016llx\n"
@@ -308,37 +306,17 @@ def sass_summary(ptx: str, name: str, sass_dir: Path | None) -> str:
 # The four comparisons.
 
 
-def render_range(bounds: tuple[int, int]) -> bytes:
-    """The text of entries `start..stop` of the (single-format) decoding inherited from the parent."""
-    start, stop = bounds
-    return _DECODING.groups[0].text(start, stop).encode()
-
-
-_DECODING: PrintfDecoding | None = None
-
-
 def lowered_end_to_end(run: Callable[[], None], buffer: Buffer, table, processes: int) -> tuple[float, int]:
     """Seconds from the launch to the whole text in /dev/null: copy back, decode, render (in
     `processes` processes when more than one), write; and the number of lines."""
-    global _DECODING
     buffer.reset()
     cupy.cuda.Device().synchronize()
     began = time.perf_counter()
     run()
     decoding = decode_printf_buffer(buffer.download(), table)
     with open(os.devnull, "wb") as sink:
-        if processes == 1:
-            for chunk in decoding.text_chunks():
-                sink.write(chunk.encode())
-        else:
-            _DECODING = decoding
-            count = len(decoding.groups[0])
-            step = -(-count // (4 * processes))
-            ranges = [(start, min(start + step, count)) for start in range(0, count, step)]
-            with ProcessPoolExecutor(processes, mp_context=get_context("fork")) as pool:
-                for piece in pool.map(render_range, ranges):
-                    sink.write(piece)
-            _DECODING = None
+        for chunk in decoding.text_chunks(processes=processes):
+            sink.write(chunk.encode())
     seconds = time.perf_counter() - began
     return seconds, len(decoding.entries)
 
