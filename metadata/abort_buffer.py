@@ -232,20 +232,12 @@ class _RecordWalk:
             self._report(position, f"abort with unknown format string ID {index:#014x}: its message is lost")
         elif isinstance(found, str):
             self._report(position, f"abort message not decoded: {found}")
-        elif size < found.dwords:
-            self._report(
-                position,
-                f"abort of {found.describe()} has {size} dword(s) but its arguments need {found.dwords}: "
-                "not decoded",
-            )
         else:
-            if size > found.dwords:
-                self._report(
-                    position,
-                    f"abort of {found.describe()} has {size} dword(s), {size - found.dwords} more than its "
-                    f"arguments need: decoded the first {found.dwords}",
-                )
-            self.messages.append(self._message(position, found))
+            decoded, problem = found.fit(size, "abort")
+            if problem is not None:
+                self._report(position, problem)
+            if decoded:
+                self.messages.append(self._message(position, found))
         return position + dwords
 
     def _message(self, position: int, found: DecodableFormat) -> AbortMessage:

@@ -170,6 +170,21 @@ class DecodableFormat:
     def describe(self) -> str:
         return f"{self.entry.string!r} (ID {self.entry.index:#014x})"
 
+    def fit(self, size: int, noun: str) -> tuple[bool, str | None]:
+        """Whether an `entrySize` of `size` dwords holds this format's arguments (a longer entry has
+        its prefix decoded), and what is wrong with the size, naming the record as `noun`."""
+        if size < self.dwords:
+            return False, (
+                f"{noun} of {self.describe()} has {size} dword(s) but its arguments need {self.dwords}: "
+                "not decoded"
+            )
+        if size > self.dwords:
+            return True, (
+                f"{noun} of {self.describe()} has {size} dword(s), {size - self.dwords} more than its "
+                f"arguments need: decoded the first {self.dwords}"
+            )
+        return True, None
+
 
 class FormatCatalog:
     """Table look-ups for one decode, cached: each ID is a DecodableFormat, a reason it is not, or None.
@@ -736,21 +751,13 @@ class _Walk:
             self._report(position, f"unknown format string ID {index:#014x}: skipped its {size} dword(s)")
         elif isinstance(found, str):
             self._report(position, f"{found}: skipped its {size} dword(s)")
-        elif size < found.dwords:
-            self._report(
-                position,
-                f"entry of {found.describe()} has {size} dword(s) but its arguments need {found.dwords}: "
-                "not decoded",
-            )
         else:
-            if size > found.dwords:
-                self._report(
-                    position,
-                    f"entry of {found.describe()} has {size} dword(s), {size - found.dwords} more than its "
-                    f"arguments need: decoded the first {found.dwords}",
-                )
-            self._single_starts.append(position)
-            self._single_numbers.append(found.number)
+            decoded, problem = found.fit(size, "entry")
+            if problem is not None:
+                self._report(position, problem)
+            if decoded:
+                self._single_starts.append(position)
+                self._single_numbers.append(found.number)
         return position + size
 
     def _resync(self, position: int) -> int:
