@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 
 from metadata.layout import (
     ABORT_SIZE_DWORDS,
+    CAPACITY_BYTE_OFFSET,
     ENTRY_HEADER_DWORDS,
+    FLOAT,
     HEADER_DWORDS,
+    INTEGER,
     OFFSET_CLAMP_DWORDS,
     ArgType,
     Layout,
@@ -28,20 +31,19 @@ from .targets import Target
 
 PRINTF = "printf"
 ABORT = "abort"
-CAPACITY_BYTE_OFFSET = 8
 
 # IR scalar -> (buffer kind, IR bits, cast that widens it, IR type stored): SPEC section 4.
 _SCALARS = {
-    "i1": ("i", 1, "zext", "i32"),
-    "i8": ("i", 8, "zext", "i32"),
-    "i16": ("i", 16, "zext", "i32"),
-    "i32": ("i", 32, None, "i32"),
-    "i64": ("i", 64, None, "i64"),
-    "half": ("f", 16, "fpext", "float"),
-    "float": ("f", 32, None, "float"),
-    "double": ("f", 64, None, "double"),
+    "i1": (INTEGER, 1, "zext", "i32"),
+    "i8": (INTEGER, 8, "zext", "i32"),
+    "i16": (INTEGER, 16, "zext", "i32"),
+    "i32": (INTEGER, 32, None, "i32"),
+    "i64": (INTEGER, 64, None, "i64"),
+    "half": (FLOAT, 16, "fpext", "float"),
+    "float": (FLOAT, 32, None, "float"),
+    "double": (FLOAT, 64, None, "double"),
 }
-_ALLOWED = "i1, i8, i16, i32, i64, half, float, double, or fixed vectors of them"
+_ALLOWED = f"{', '.join(_SCALARS)}, or fixed vectors of them"
 _VECTOR = re.compile(r"<(\d+) x ([^<>]+)>\Z")
 
 

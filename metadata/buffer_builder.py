@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .layout import (
+    BUFFER_HEADER,
     FLOAT,
     HEADER_BYTES,
     OFFSET_CLAMP_DWORDS,
@@ -27,7 +28,6 @@ from .layout import (
 from .table import FormatEntry
 
 Call = tuple[FormatEntry, Sequence[Any]]
-_HEADER = struct.Struct("<QII")
 _FLOAT_TYPES = {32: np.dtype("<f4"), 64: np.dtype("<f8")}
 _BITS_TYPES = {32: np.dtype("<u4"), 64: np.dtype("<u8")}
 
@@ -84,7 +84,7 @@ def build_buffer(
         offset += dwords
         if start + dwords <= capacity:
             buffer[HEADER_BYTES + 4 * start : HEADER_BYTES + 4 * (start + dwords)] = record
-    buffer[:HEADER_BYTES] = _HEADER.pack(offset, capacity if reserved0 is None else reserved0, 0)
+    buffer[:HEADER_BYTES] = BUFFER_HEADER.pack(offset, capacity if reserved0 is None else reserved0, 0)
     return buffer
 
 

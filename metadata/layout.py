@@ -7,8 +7,11 @@ a layout is one token per argument (`i32`, `f64`, `v4f32`) joined by `,`.
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
 
+BUFFER_HEADER = struct.Struct("<QII")  # PrintfBufferHeader: bufferOffset, reserved0, reserved1
+CAPACITY_BYTE_OFFSET = struct.calcsize("<Q")  # reserved0: the capacity in dwords on cpu and nvptx
 HEADER_BYTES = 16
 HEADER_DWORDS = 4
 ENTRY_HEADER_DWORDS = 2

@@ -26,6 +26,7 @@ from .cformat import format_values, render_columns, render_text
 from .errors import BufferDecodeError, DprintfError
 from .formats import FormatString
 from .layout import (
+    BUFFER_HEADER,
     ENTRY_HEADER_DWORDS,
     ENTRY_SIZE_BITS,
     FLOAT,
@@ -118,10 +119,8 @@ def read_region(data: Any, capacity: int | None, what: str) -> BufferRegion:
         )
     if capacity is not None and capacity < 0:
         raise BufferDecodeError(f"{what} buffer capacity {capacity} is negative")
-    dwords = raw[: raw.size // 4 * 4].view(DWORD)
-    buffer_offset = int(dwords[0]) | int(dwords[1]) << 32
-    reserved0, reserved1 = int(dwords[2]), int(dwords[3])
-    words = dwords[HEADER_DWORDS:]
+    buffer_offset, reserved0, reserved1 = BUFFER_HEADER.unpack_from(raw)
+    words = raw[: raw.size // 4 * 4].view(DWORD)[HEADER_DWORDS:]
     if capacity is None:
         capacity = reserved0 or words.size
     issues = []
