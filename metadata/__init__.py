@@ -8,6 +8,10 @@ proposal. Nothing here needs llvmlite.
     registry.load_elf(elf_bytes, "pipeline.elf")
     output = decode_printf_buffer(buffer_bytes, registry)
     sys.stdout.write(output.text())
+
+    with RenderPool(16) as pool:            # once, at start-up: 16 processes render large outputs
+        for chunk in output.output_chunks(pool=pool):
+            log.write(chunk)
 """
 
 from .abort_buffer import AbortDecoding, AbortMessage, decode_abort_buffer, parse_message_data
@@ -19,6 +23,7 @@ from .ids import format_string_id
 from .layout import ArgType, Layout
 from .linking import FormatRegistry, link_tables
 from .printf_buffer import Issue, PrintfDecoding, PrintfEntry, decode_printf_buffer
+from .render_pool import RenderPool
 from .table import FormatEntry, FormatTable
 
 __all__ = [
@@ -39,6 +44,7 @@ __all__ = [
     "LinkError",
     "PrintfDecoding",
     "PrintfEntry",
+    "RenderPool",
     "TableError",
     "decode_abort_buffer",
     "decode_printf_buffer",

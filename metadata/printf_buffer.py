@@ -13,7 +13,6 @@ that did not fit are counted in `dropped_dwords`, everything else becomes an `Is
 
 from __future__ import annotations
 
-import multiprocessing
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,12 +39,16 @@ from .layout import (
     entry_dwords,
     entry_header,
 )
+from .render_pool import Encoding, RenderPool
 from .table import FormatEntry
 
 DWORD = np.dtype("<u4")
 TEXT_CHUNK_ENTRIES = 1 << 16
+PARALLEL_CHUNK_ENTRIES = 1 << 14  # smaller pieces in a pool: the first arrives sooner, the load evens out
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
 PARALLEL_TEXT_ENTRIES = 1 << 20  # fewer entries are rendered in the calling process, whatever is asked
+OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above are lone surrogates in text
+TEXT_TRANSPORT = ("utf-8", "surrogatepass")  # any text, there and back, from a rendering process
 _SIZE_MASK = (1 << ENTRY_SIZE_BITS) - 1
 _LOW_DWORD = 0xFFFFFFFF
 _KEY_SHIFT = ENTRY_SIZE_BITS  # the ID's low 16 bits, the high half of a header's low dword, key formats
@@ -297,24 +300,41 @@ class FormatColumns:
         return row_values(self.columns, start, len(self) if stop is None else stop)
 
     def render(self, start: int = 0, stop: int | None = None) -> list[str]:
-        """The text of entries `start..stop`, as C's printf prints them.
-
-        Column by column when there are more rows than arguments; else row by row, since a column's
-        set-up costs more than a row of one argument.
-        """
-        stop = len(self) if stop is None else stop
-        if stop - start < len(self.columns):
-            return [format_values(self.format.format, values) for values in self.values(start, stop)]
-        columns = [column[start:stop] for column in self.columns]
-        return render_columns(self.format.format, self.format.layout, columns, rows=stop - start)
+        """The text of entries `start..stop`, as C's printf prints them."""
+        return _lines(self._rows(start, stop))
 
     def text(self, start: int = 0, stop: int | None = None) -> str:
         """`"".join(self.render(start, stop))`, rendered as one block (no string per entry)."""
+        return _text(self._rows(start, stop))
+
+    def _rows(self, start: int, stop: int | None) -> _FormatRows:
         stop = len(self) if stop is None else stop
-        if stop - start < len(self.columns):
-            return "".join(self.render(start, stop))
-        columns = [column[start:stop] for column in self.columns]
-        return render_text(self.format.format, self.format.layout, columns, rows=stop - start)
+        return _FormatRows(self.format, tuple(column[start:stop] for column in self.columns), stop - start)
+
+
+@dataclass(frozen=True, slots=True)
+class _FormatRows:
+    """`count` entries of one format, as argument columns: what renders them, in any process."""
+
+    format: DecodableFormat
+    columns: tuple[np.ndarray, ...]
+    count: int
+
+
+def _lines(rows: _FormatRows) -> list[str]:
+    """The text of each entry: column by column when there are more rows than arguments; else row by
+    row, since a column's set-up costs more than a row of one argument."""
+    fmt = rows.format
+    if rows.count < len(rows.columns):
+        return [format_values(fmt.format, values) for values in row_values(rows.columns, 0, rows.count)]
+    return render_columns(fmt.format, fmt.layout, rows.columns, rows=rows.count)
+
+
+def _text(rows: _FormatRows) -> str:
+    """`"".join(_lines(rows))`, rendered as one block."""
+    if rows.count < len(rows.columns):
+        return "".join(_lines(rows))
+    return render_text(rows.format.format, rows.format.layout, rows.columns, rows=rows.count)
 
 
 @dataclass(frozen=True, eq=False)
@@ -354,47 +374,63 @@ class PrintfDecoding:
             rows[indices] = np.arange(indices.size)
         return rows
 
-    def text_chunks(self, chunk_entries: int | None = None, processes: int = 1) -> Iterator[str]:
-        """The output in pieces of at most `chunk_entries` (TEXT_CHUNK_ENTRIES) entries, in buffer order.
+    def text_chunks(
+        self, chunk_entries: int | None = None, processes: int = 1, pool: RenderPool | None = None
+    ) -> Iterator[str]:
+        """The output in pieces of at most `chunk_entries` entries, in buffer order.
 
         A run of at least TEXT_BLOCK_ENTRIES consecutive entries of one format is rendered in blocks,
         with no string per entry; the entries between such runs a group at a time, then interleaved.
-        With `processes` > 1 and at least PARALLEL_TEXT_ENTRIES entries, the pieces are rendered by a
-        pool of that many forked processes (the decoding is shared by the fork), still yielded in order.
+        The pieces are rendered by `pool` when given; else, with `processes` > 1 and at least
+        PARALLEL_TEXT_ENTRIES entries, by a pool of that many processes forked for this call; else here.
+        They come in order either way: TEXT_CHUNK_ENTRIES entries each here, PARALLEL_CHUNK_ENTRIES in
+        a pool, unless `chunk_entries` says otherwise.
         """
-        pieces = self._text_pieces(chunk_entries or TEXT_CHUNK_ENTRIES)
-        if processes <= 1 or self.entry_groups.size < PARALLEL_TEXT_ENTRIES:
-            yield from map(self._render_piece, pieces)
+        return self._rendered(None, chunk_entries, processes, pool)
+
+    def output_chunks(
+        self, chunk_entries: int | None = None, processes: int = 1, pool: RenderPool | None = None
+    ) -> Iterator[bytes]:
+        """`text_chunks` as the bytes C writes (UTF-8, a `%c` byte of 0x80 or above as itself), encoded
+        where the text is rendered: what a driver writes to a file, with no work left to this process."""
+        return self._rendered(OUTPUT_ENCODING, chunk_entries, processes, pool)
+
+    def _rendered(
+        self, encoding: Encoding | None, chunk_entries: int | None, processes: int, pool: RenderPool | None
+    ) -> Iterator[Any]:
+        """The pieces' text (`encoding` None) or bytes, rendered here, by `pool`, or by a pool of
+        `processes` forked for this call when the output is large."""
+        if pool is None and processes > 1 and self.entry_groups.size >= PARALLEL_TEXT_ENTRIES:
+            with RenderPool(processes, start_method="fork") as call_pool:
+                yield from self._rendered(encoding, chunk_entries, processes, call_pool)
             return
-        global _FORKED
-        _FORKED = self
-        try:
-            with multiprocessing.get_context("fork").Pool(processes) as pool:
-                yield from pool.imap(_render_forked_piece, pieces)
-        finally:
-            _FORKED = None
+        if pool is None:
+            for piece in self._text_pieces(chunk_entries or TEXT_CHUNK_ENTRIES):
+                text = piece.text()
+                yield text if encoding is None else text.encode(*encoding)
+            return
+        pieces = self._text_pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
+        if encoding is not None:
+            yield from pool.render(pieces, encoding)
+            return
+        for data in pool.render(pieces, TEXT_TRANSPORT):
+            yield data.decode(*TEXT_TRANSPORT)
 
     def _text_pieces(self, chunk_entries: int) -> Iterator[_TextPiece]:
         """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
         cursors = [0] * len(self.groups)
         position = 0
         for start, stop in [*self._runs(TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
-            for first, last, rows in self._chunks(chunk_entries, _rows, cursors, position, start):
-                yield _TextPiece(first, last, tuple(rows.items()))
+            chunks = self._chunks(chunk_entries, FormatColumns._rows, cursors, position, start)
+            for first, last, rows in chunks:
+                yield _TextPiece(rows, self.entry_groups[first:last])
             if start < stop:
-                group = int(self.entry_groups[start])
+                number = int(self.entry_groups[start])
                 for first in range(start, stop, chunk_entries):
-                    row = cursors[group]
-                    cursors[group] = row + min(chunk_entries, stop - first)
-                    yield _TextPiece(first, first, ((group, (row, cursors[group])),))
+                    row = cursors[number]
+                    cursors[number] = row + min(chunk_entries, stop - first)
+                    yield _TextPiece({number: self.groups[number]._rows(row, cursors[number])}, None)
             position = stop
-
-    def _render_piece(self, piece: _TextPiece) -> str:
-        if piece.first == piece.last:
-            ((group, (row, stop)),) = piece.rows
-            return self.groups[group].text(row, stop)
-        pieces = {group: self.groups[group].render(row, stop) for group, (row, stop) in piece.rows}
-        return "".join(_interleave(self.entry_groups[piece.first : piece.last], pieces))
 
     def text(self) -> str:
         """The concatenated output, exactly as C's printf would print it."""
@@ -426,24 +462,18 @@ class PrintfDecoding:
 
 @dataclass(frozen=True, slots=True)
 class _TextPiece:
-    """A piece of output: entries `first..last` interleaved from `rows` ((group, (row, stop)) pairs),
-    or, where `first == last`, one block of the only group's rows."""
+    """A piece of output with the rows it prints, so that any process renders it: the rows of each
+    group in it, and each entry's group where they interleave (None: one block of one group)."""
 
-    first: int
-    last: int
-    rows: tuple[tuple[int, tuple[int, int]], ...]
+    rows: dict[int, _FormatRows]
+    numbers: np.ndarray | None
 
-
-_FORKED: PrintfDecoding | None = None  # the decoding a forked rendering process inherits
-
-
-def _render_forked_piece(piece: _TextPiece) -> str:
-    assert _FORKED is not None, "rendering processes are forked from text_chunks"
-    return _FORKED._render_piece(piece)
-
-
-def _rows(group: FormatColumns, row: int, stop: int) -> tuple[int, int]:
-    return row, stop
+    def text(self) -> str:
+        if self.numbers is None:
+            (rows,) = self.rows.values()
+            return _text(rows)
+        lines = {number: _lines(rows) for number, rows in self.rows.items()}
+        return "".join(_interleave(self.numbers, lines))
 
 
 class PrintfEntries(Sequence[PrintfEntry]):

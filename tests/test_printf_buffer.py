@@ -26,6 +26,7 @@ from metadata.layout import (
     parse_layout,
 )
 from metadata.printf_buffer import decode_printf_buffer
+from metadata.render_pool import RenderPool
 from metadata.table import FormatEntry, FormatTable
 
 LIBC = ctypes.CDLL(None)
@@ -636,13 +637,55 @@ def test_text_chunks_rendered_by_forked_processes_are_the_same_pieces_in_order(m
     monkeypatch.setattr(printf_buffer, "PARALLEL_TEXT_ENTRIES", 1)
     parallel = list(decoding.text_chunks(16, processes=3))
     assert parallel == list(decoding.text_chunks(16)) and "".join(parallel) == "".join(lines)
-    assert len(parallel) > 3 and printf_buffer._FORKED is None
+    assert len(parallel) > 3
+
+
+def test_a_render_pool_started_once_renders_every_decoding_given_to_it():
+    """Workers from a forkserver hold no decoding: each piece carries its rows, of any format."""
+    first, first_lines = runs_buffer(5, 80)
+    second, second_lines = runs_buffer(7, 30)
+    with RenderPool(2) as pool:
+        for data, lines in ((first, first_lines), (second, second_lines)):
+            decoding = decode_printf_buffer(data, FUZZ_TABLE)
+            pieces = list(decoding.text_chunks(32, pool=pool))
+            assert pieces == list(decoding.text_chunks(32)) and "".join(pieces) == "".join(lines)
+            output = b"".join(decoding.output_chunks(pool=pool))
+            assert output == "".join(lines).encode(*printf_buffer.OUTPUT_ENCODING)
+
+
+@pytest.mark.parametrize(("processes", "method"), [(0, "fork"), (2, "vfork")])
+def test_a_render_pool_refuses_what_it_cannot_start(processes, method):
+    with pytest.raises(ValueError, match="at least one process|unknown start method"):
+        RenderPool(processes, method)
+
+
+def test_output_chunks_are_the_bytes_c_writes_from_any_process(monkeypatch):
+    """`%c` bytes of 0x80 and above come out as themselves beside UTF-8 literals, as snprintf writes
+    them; a pool gives the same pieces in order, PARALLEL_CHUNK_ENTRIES entries by default."""
+    entry = entry_for("\u00e9 %c %u\n", "i32,i32")
+    values = [(byte, byte * 7) for byte in range(0x20, 0x100)]
+    decoding = decode_printf_buffer(build_printf_buffer([(entry, v) for v in values]), FormatTable([entry]))
+    expected = b"".join(_snprintf_bytes(entry.string, ctypes.c_uint(c), ctypes.c_uint(n)) for c, n in values)
+    serial = list(decoding.output_chunks(16))
+    assert b"".join(serial) == expected and len(serial) == 14
+    assert b"".join(serial) == decoding.text().encode(*printf_buffer.OUTPUT_ENCODING)
+    monkeypatch.setattr(printf_buffer, "PARALLEL_TEXT_ENTRIES", 1)
+    monkeypatch.setattr(printf_buffer, "PARALLEL_CHUNK_ENTRIES", 16)
+    assert list(decoding.output_chunks(processes=3)) == serial
+
+
+def _snprintf_bytes(spec: str, *arguments) -> bytes:
+    encoded = spec.encode("utf-8")
+    size = LIBC.snprintf(None, 0, encoded, *arguments)
+    output = ctypes.create_string_buffer(size + 1)
+    LIBC.snprintf(output, size + 1, encoded, *arguments)
+    return output.raw[:size]
 
 
 def test_small_decodings_are_rendered_in_the_calling_process(monkeypatch):
     data, lines = runs_buffer(6, 4)
     decoding = decode_printf_buffer(data, FUZZ_TABLE)
-    monkeypatch.setattr(printf_buffer.multiprocessing, "get_context", None)  # any pool would fail
+    monkeypatch.setattr(printf_buffer, "RenderPool", None)  # any pool would fail
     assert "".join(decoding.text_chunks(processes=8)) == "".join(lines)
 
 

@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
 def write_text(printf: PrintfDecoding) -> None:
     """The output to stdout, byte for byte what C's printf writes, rendered by every CPU when large."""
-    for chunk in printf.text_chunks(processes=os.cpu_count() or 1):
-        sys.stdout.buffer.write(chunk.encode("utf-8", "surrogateescape"))
+    for chunk in printf.output_chunks(processes=os.cpu_count() or 1):
+        sys.stdout.buffer.write(chunk)
     sys.stdout.flush()
 
 
