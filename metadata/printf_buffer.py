@@ -39,7 +39,7 @@ from .layout import (
     entry_dwords,
     entry_header,
 )
-from .render_pool import Encoding, RenderPool
+from .render_pool import Encoding, RenderPool, call_start_method
 from .table import FormatEntry
 
 DWORD = np.dtype("<u4")
@@ -382,7 +382,8 @@ class PrintfDecoding:
         A run of at least TEXT_BLOCK_ENTRIES consecutive entries of one format is rendered in blocks,
         with no string per entry; the entries between such runs a group at a time, then interleaved.
         The pieces are rendered by `pool` when given; else, with `processes` > 1 and at least
-        PARALLEL_TEXT_ENTRIES entries, by a pool of that many processes forked for this call; else here.
+        PARALLEL_TEXT_ENTRIES entries, by a pool of that many processes started for this call (forked
+        when this process has one thread, see `call_start_method`); else here.
         They come in order either way: TEXT_CHUNK_ENTRIES entries each here, PARALLEL_CHUNK_ENTRIES in
         a pool, unless `chunk_entries` says otherwise.
         """
@@ -399,9 +400,9 @@ class PrintfDecoding:
         self, encoding: Encoding | None, chunk_entries: int | None, processes: int, pool: RenderPool | None
     ) -> Iterator[Any]:
         """The pieces' text (`encoding` None) or bytes, rendered here, by `pool`, or by a pool of
-        `processes` forked for this call when the output is large."""
+        `processes` started for this call when the output is large."""
         if pool is None and processes > 1 and self.entry_groups.size >= PARALLEL_TEXT_ENTRIES:
-            with RenderPool(processes, start_method="fork") as call_pool:
+            with RenderPool(processes, call_start_method()) as call_pool:
                 yield from self._rendered(encoding, chunk_entries, processes, call_pool)
             return
         if pool is None:

@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
@@ -82,6 +83,16 @@ class RenderPool:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def call_start_method() -> str:
+    """How to start a pool for one call: `fork` while this process runs one Python thread (the cheapest
+    start), else `forkserver`, since another thread may hold a lock that the child would wait on forever.
+
+    Native threads do not count: numpy's BLAS starts a pool of them in every process and makes itself
+    safe across a fork (Python 3.12 warns of a fork with any thread, native or not).
+    """
+    return "fork" if threading.active_count() == 1 else "forkserver"
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
+import threading
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ from metadata.layout import (
     parse_layout,
 )
 from metadata.printf_buffer import decode_printf_buffer
-from metadata.render_pool import RenderPool
+from metadata.render_pool import RenderPool, call_start_method
 from metadata.table import FormatEntry, FormatTable
 
 LIBC = ctypes.CDLL(None)
@@ -630,6 +631,14 @@ def test_text_chunks_render_runs_as_blocks(monkeypatch, block, chunk):
     assert max(text.count("\n") for text in chunks) <= (chunk or printf_buffer.TEXT_CHUNK_ENTRIES)
 
 
+# numpy's BLAS threads make every process multi-threaded to Python 3.12's check; these forks are made
+# while one Python thread runs, which is what `call_start_method` requires.
+FORK_OF_ONE_PYTHON_THREAD = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"
+)
+
+
+@FORK_OF_ONE_PYTHON_THREAD
 def test_text_chunks_rendered_by_forked_processes_are_the_same_pieces_in_order(monkeypatch):
     monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 8)
     data, lines = runs_buffer(5, 80)
@@ -653,12 +662,25 @@ def test_a_render_pool_started_once_renders_every_decoding_given_to_it():
             assert output == "".join(lines).encode(*printf_buffer.OUTPUT_ENCODING)
 
 
+def test_a_pool_for_one_call_is_forked_only_from_a_process_with_one_python_thread():
+    assert call_start_method() == "fork"
+    release = threading.Event()
+    waiting = threading.Thread(target=release.wait)
+    waiting.start()
+    try:
+        assert call_start_method() == "forkserver"
+    finally:
+        release.set()
+        waiting.join()
+
+
 @pytest.mark.parametrize(("processes", "method"), [(0, "fork"), (2, "vfork")])
 def test_a_render_pool_refuses_what_it_cannot_start(processes, method):
     with pytest.raises(ValueError, match="at least one process|unknown start method"):
         RenderPool(processes, method)
 
 
+@FORK_OF_ONE_PYTHON_THREAD
 def test_output_chunks_are_the_bytes_c_writes_from_any_process(monkeypatch):
     """`%c` bytes of 0x80 and above come out as themselves beside UTF-8 literals, as snprintf writes
     them; a pool gives the same pieces in order, PARALLEL_CHUNK_ENTRIES entries by default."""
