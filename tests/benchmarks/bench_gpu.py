@@ -5,11 +5,15 @@ One process, one GPU, invocations 2^20 .. 2^24 of one format and arguments
 
   (a) kernel time: lowered printf vs a CUDA C kernel calling printf (NVRTC), same values;
   (b) end to end: lowered kernel + copy back + decode + text written to /dev/null, vs the CUDA printf
-      kernel + the flush of its output (stdout redirected to /dev/null, its FIFO sized for every line);
-      the text rendered in one process, then by `text_chunks(processes=N)` on every CPU, as `dprintf` does;
+      kernel + the flush of its output (stdout redirected to /dev/null; its FIFO, at most 2 GiB, holds
+      about 2^23 lines, so larger runs are split into launches of half that, each one flushed); the
+      output rendered in this process, then by a RenderPool of one process per CPU, started once before
+      the sizes are run, as a driver starts it (`output_chunks(pool=...)`);
   (c) lowered printf vs the same kernel writing the same bytes with plain stores and no printf;
-  (d) a compute kernel (256, then 512 arithmetic instructions per invocation) whose printf sits under a
-      branch never taken, vs the same kernel without the printf (interleaved batches of launches);
+  (d) a compute kernel (256, 384, then 512 arithmetic instructions per invocation) whose printf sits
+      under a branch never taken, vs the same kernel without the printf (interleaved batches of launches);
+      lowered with and without warp aggregation, beside two references: a never-taken branch around one
+      plain store (what any code under such a branch costs), and CUDA's own printf left in the same kernel;
 
 then warp aggregation of the reservations: three printf calls per invocation, one under a divergent
 branch, in the entry (inlined into the kernel) and in a function that is not inlined, lowered with and
@@ -26,6 +30,7 @@ import argparse
 import contextlib
 import ctypes
 import dataclasses
+import multiprocessing
 import os
 import re
 import shutil
@@ -48,6 +53,7 @@ from lowering.nvptx_device import CudaKernel, kernel_ptx
 from lowering.targets import TARGETS
 from metadata.layout import HEADER_BYTES, entry_dwords, entry_header, parse_layout
 from metadata.printf_buffer import decode_printf_buffer
+from metadata.render_pool import RenderPool
 from metadata.table import FormatEntry
 
 FORMAT = "invocation %u: pos (%f, %f, %f) hash %016llx\n"
@@ -57,7 +63,7 @@ HASH = 0x9E3779B97F4A7C15
 CUDA_PRINTF_RECORD_BYTES = 256  # measured on an H200: a 2 GiB FIFO kept 8,378,238 of 2^24 lines of FORMAT
 CUDA_PRINTF_FIFO_MARGIN = 1.25
 CUDA_LIMIT_PRINTF_FIFO_SIZE = 0x01
-COMPUTE_STEPS = (64, 128)  # 4 arithmetic instructions a step: 256 and 512 an invocation
+COMPUTE_STEPS = (64, 96, 128)  # 4 arithmetic instructions a step: 256, 384 and 512 an invocation
 RENDER_PROCESSES = min(16, os.cpu_count() or 1)
 LIBC = ctypes.CDLL(None)
 
@@ -73,9 +79,26 @@ VALUES_IR = f"""
   %wide = zext i32 %id to i64
   %hash = mul i64 %wide, {HASH - (1 << 64)}
 """
-CUDA_PRINTF_SOURCE = r"""
-extern "C" __global__ void cuda_printf(unsigned int count) {
+CUDA_COMPUTE_SOURCE = r"""
+extern "C" __global__ void compute(float* out, unsigned int count) {
     unsigned int id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= count) return;
+    float a = __fmul_rn((float)id, 1e-6f), b = __fadd_rn(a, 1.0f);
+    #pragma unroll
+    for (int i = 0; i < STEPS; i++) {
+        float next = __fadd_rn(__fmul_rn(a, 0.999f), b);
+        b = __fadd_rn(__fmul_rn(b, 0.5f), 0.25f);
+        a = next;
+    }
+#ifdef PRINTF
+    if (isnan(a) || isnan(b)) printf("invocation %u: NaN (%f, %f)\n", id, a, b);
+#endif
+    out[id] = __fadd_rn(a, b);
+}
+"""
+CUDA_PRINTF_SOURCE = r"""
+extern "C" __global__ void cuda_printf(unsigned int base, unsigned int count) {
+    unsigned int id = base + blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= count) return;
     float f = (float)id;
     float x = __fmul_rn(f, 0.25f);
@@ -306,43 +329,106 @@ def sass_summary(ptx: str, name: str, sass_dir: Path | None) -> str:
 # The four comparisons.
 
 
-def lowered_end_to_end(run: Callable[[], None], buffer: Buffer, table, processes: int) -> tuple[float, int]:
-    """Seconds from the launch to the whole text in /dev/null: copy back, decode, render (in
-    `processes` processes when more than one), write; and the number of lines."""
+@dataclasses.dataclass(frozen=True)
+class EndToEnd:
+    """Seconds from the launch: to the buffer in host memory, to the decoding, to the last byte written."""
+
+    copied: float
+    decoded: float
+    written: float
+
+    def __str__(self) -> str:
+        return (
+            f"{self.written:.3f} s (kernel and copy {self.copied:.3f}, "
+            f"decode {self.decoded - self.copied:.3f}, text {self.written - self.decoded:.3f})"
+        )
+
+
+def lowered_end_to_end(
+    run: Callable[[], None], buffer: Buffer, table, pool: RenderPool | None
+) -> tuple[EndToEnd, int]:
+    """The launch, the copy back, the decoding and the output written to /dev/null by `output_chunks`,
+    rendered in this process or by `pool`; and the number of lines."""
     buffer.reset()
     cupy.cuda.Device().synchronize()
     began = time.perf_counter()
     run()
-    decoding = decode_printf_buffer(buffer.download(), table)
+    data = buffer.download()
+    copied = time.perf_counter()
+    decoding = decode_printf_buffer(data, table)
+    decoded = time.perf_counter()
     with open(os.devnull, "wb") as sink:
-        for chunk in decoding.text_chunks(processes=processes):
-            sink.write(chunk.encode())
-    seconds = time.perf_counter() - began
-    return seconds, len(decoding.entries)
+        for chunk in decoding.output_chunks(pool=pool):
+            sink.write(chunk)
+    written = time.perf_counter()
+    return EndToEnd(copied - began, decoded - began, written - began), len(decoding.entries)
 
 
-def cuda_printf_run(function, invocations: int, output: str) -> tuple[float, float]:
-    """(kernel ms by events, seconds from the launch to the flushed output) of CUDA's printf kernel."""
-    blocks = -(-invocations // 256)
+def cuda_printf_run(function, invocations: int, output: str, launch_lines: int) -> tuple[float, float, int]:
+    """CUDA's printf kernel for `invocations`, in launches of at most `launch_lines` invocations, each
+    synchronised so that its output is flushed before the FIFO fills: (kernel ms by events, seconds from
+    the first launch to the flushed output, launches)."""
+    blocks = -(-min(invocations, launch_lines) // 256)
+    kernel_ms = 0.0
     with stdout_to(output):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
         began = time.perf_counter()
-        start.record()
-        function((blocks,), (256,), (np.uint32(invocations),))
-        end.record()
-        cupy.cuda.Device().synchronize()
+        for base in range(0, invocations, launch_lines):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            function((blocks,), (256,), (np.uint32(base), np.uint32(min(invocations, base + launch_lines))))
+            end.record()
+            cupy.cuda.Device().synchronize()
+            kernel_ms += cupy.cuda.get_elapsed_time(start, end)
         LIBC.fflush(None)
         seconds = time.perf_counter() - began
-    return cupy.cuda.get_elapsed_time(start, end), seconds
+    return kernel_ms, seconds, -(-invocations // launch_lines)
 
 
-def check_against_cuda(buffer: Buffer, table, function, invocations: int) -> None:
+def check_against_cuda(buffer: Buffer, table, function, invocations: int, launch_lines: int) -> None:
     """The lowered text equals CUDA printf's output, line for line as multisets."""
     with tempfile.NamedTemporaryFile(suffix=".txt") as output:
-        cuda_printf_run(function, invocations, output.name)
+        cuda_printf_run(function, invocations, output.name, launch_lines)
         cuda_lines = Counter(Path(output.name).read_text().splitlines(keepends=True))
     ours = Counter(decode_printf_buffer(buffer.download(), table).text().splitlines(keepends=True))
     assert len(ours) == invocations and ours == cuda_lines, "lowered printf and CUDA printf disagree"
+
+
+def fork_seconds(processes: int) -> float:
+    """Seconds to start and stop a pool of `processes` forked processes from this one."""
+    began = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        pool.map(abs, range(processes))
+    return time.perf_counter() - began
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    invocations: int
+    lowered_ms: float
+    stores_ms: float
+    cuda_ms: float
+    single: EndToEnd
+    parallel: EndToEnd
+    cuda_seconds: float
+    launches: int
+
+    def __str__(self) -> str:
+        return (
+            f"{power(self.invocations)}: lowered {self.lowered_ms:.3f} ms, plain stores "
+            f"{self.stores_ms:.3f} ms, CUDA printf {self.cuda_ms:.1f} ms in {self.launches} launch(es)\n"
+            f"  end to end in 1 process {self.single}\n"
+            f"  end to end in {RENDER_PROCESSES} processes {self.parallel}\n"
+            f"  CUDA printf to /dev/null {self.cuda_seconds:.3f} s"
+        )
+
+    def table_row(self) -> str:
+        cuda, single, parallel = self.cuda_seconds, self.single.written, self.parallel.written
+        return (
+            f"| {power(self.invocations)} | {self.cuda_ms:.1f} / {self.lowered_ms:.3f} ms = "
+            f"{self.cuda_ms / self.lowered_ms:,.0f}x | {cuda:.2f} / {single:.2f} s = {cuda / single:.1f}x "
+            f"| {cuda:.2f} / {parallel:.3f} s = {cuda / parallel:.1f}x "
+            f"| {self.lowered_ms:.3f} / {self.stores_ms:.3f} ms = {self.lowered_ms / self.stores_ms:.2f}x |"
+        )
 
 
 def main() -> None:
@@ -362,7 +448,11 @@ def main() -> None:
     cupy.cuda.runtime.deviceSetLimit(CUDA_LIMIT_PRINTF_FIFO_SIZE, fifo)
     fifo = cupy.cuda.runtime.deviceGetLimit(CUDA_LIMIT_PRINTF_FIFO_SIZE)
     fifo_lines = fifo // CUDA_PRINTF_RECORD_BYTES
-    print(f"CUDA printf FIFO: {fifo / 2**30:.1f} GiB, room for about {fifo_lines:,} lines")
+    launch_lines = 1 << ((fifo_lines // 2).bit_length() - 1)
+    print(
+        f"CUDA printf FIFO: {fifo / 2**30:.1f} GiB, room for about {fifo_lines:,} lines: "
+        f"launches of at most {launch_lines:,} invocations"
+    )
     cuda_printf = cupy.RawKernel(CUDA_PRINTF_SOURCE, "cuda_printf", options=("--fmad=false",))
     lowered = lower(PRINTF_IR)
     printf_ptx = kernel_ptx(lowered.ir, find_entry(lowered.ir, "main", lowered.target))
@@ -376,7 +466,15 @@ def main() -> None:
 
     buffer = Buffer(ENTRY_DWORDS * largest)
     plain = Buffer(ENTRY_DWORDS * largest)
-    cuda_printf_run(cuda_printf, 1024, os.devnull)  # load and warm up
+    cuda_printf_run(cuda_printf, 1024, os.devnull, launch_lines)  # load and warm up
+    fork = fork_seconds(RENDER_PROCESSES)
+    began = time.perf_counter()
+    pool = RenderPool(RENDER_PROCESSES)
+    print(
+        f"{RENDER_PROCESSES} processes forked from this one: {fork:.3f} s to start and stop; a RenderPool of "
+        f"{RENDER_PROCESSES} (forkserver), started once for every size: {time.perf_counter() - began:.3f} s",
+        flush=True,
+    )
     rows = []
     for invocations in sizes:
 
@@ -396,65 +494,71 @@ def main() -> None:
         in_order = entries[cupy.argsort(entries[:, 2])]
         assert bool((in_order == plain.array[4 : 4 + words].reshape(invocations, ENTRY_DWORDS)).all())
         if invocations == sizes[0]:
-            check_against_cuda(buffer, lowered.table, cuda_printf, invocations)
-        end_to_end, lines = lowered_end_to_end(lowered_run, buffer, lowered.table, 1)
-        assert lines == invocations
-        parallel, _ = lowered_end_to_end(lowered_run, buffer, lowered.table, RENDER_PROCESSES)
-        cuda_ms, cuda_seconds = cuda_printf_run(cuda_printf, invocations, os.devnull)
-        truncated = (
-            " (CUDA printf's FIFO is too small: its output is cut short)" if invocations > fifo_lines else ""
-        )
+            check_against_cuda(buffer, lowered.table, cuda_printf, invocations, launch_lines)
+        single, lines = lowered_end_to_end(lowered_run, buffer, lowered.table, None)
+        parallel, parallel_lines = lowered_end_to_end(lowered_run, buffer, lowered.table, pool)
+        assert lines == parallel_lines == invocations
+        cuda_ms, cuda_seconds, launches = cuda_printf_run(cuda_printf, invocations, os.devnull, launch_lines)
         rows.append(
-            (invocations, lowered_ms, stores_ms, cuda_ms, end_to_end, parallel, cuda_seconds, truncated)
+            Row(invocations, lowered_ms, stores_ms, cuda_ms, single, parallel, cuda_seconds, launches)
         )
-        print(
-            f"{power(invocations)}: lowered {lowered_ms:.3f} ms, plain stores {stores_ms:.3f} ms, "
-            f"CUDA printf {cuda_ms:.1f} ms; end to end {end_to_end:.2f} s ({parallel:.2f} s rendering in "
-            f"{RENDER_PROCESSES} processes) vs CUDA printf {cuda_seconds:.2f} s{truncated}",
-            flush=True,
-        )
+        print(rows[-1], flush=True)
+    pool.close()
 
     print(
-        "\n| invocations | (a) kernel: CUDA printf / lowered | (b) end to end: CUDA / lowered (1 process, "
-        f"{RENDER_PROCESSES} processes) | (c) lowered / plain stores |"
+        "\n| invocations | (a) kernel: CUDA printf / lowered | (b) end to end: CUDA / lowered, 1 process "
+        f"| (b) end to end: CUDA / lowered, {RENDER_PROCESSES} processes | (c) lowered / plain stores |"
     )
-    print("| --- | --- | --- | --- |")
-    for invocations, lowered_ms, stores_ms, cuda_ms, end_to_end, parallel, cuda_seconds, truncated in rows:
-        print(
-            f"| {power(invocations)} | {cuda_ms:.1f} / {lowered_ms:.3f} ms = {cuda_ms / lowered_ms:,.0f}x "
-            f"| {cuda_seconds:.2f} / {end_to_end:.2f} s = {cuda_seconds / end_to_end:.1f}x "
-            f"({cuda_seconds / parallel:.1f}x at {parallel:.2f} s){truncated} "
-            f"| {lowered_ms:.3f} / {stores_ms:.3f} ms = {lowered_ms / stores_ms:.2f}x |"
-        )
+    print("| --- | --- | --- | --- | --- |")
+    print("\n".join(row.table_row() for row in rows))
     print("\n".join(compute_figures))
     print("\n".join(aggregation_lines))
 
 
 def compare_compute(invocations: int, steps: int) -> str:
-    """(d): the compute kernel with its never-taken printf vs without, interleaved batches of launches."""
+    """(d): the compute kernel with its never-taken printf (lowered with and without warp aggregation),
+    with a never-taken branch around one plain store instead (the cost of the branch alone), and CUDA's
+    own printf left in the same kernel, each against its kernel without: interleaved batches of launches."""
     buffer = Buffer(1024)
-    outputs = {}
-    runs = {}
-    for with_printf in (True, False):
-        lowered = lower(compute_ir(with_printf, steps))
-        compiled = CudaKernel(kernel_ptx(lowered.ir, EntryPoint("main", True)))
-        out = cupy.zeros(invocations, dtype=cupy.float32)
-        outputs[with_printf] = out
-        runs["with printf" if with_printf else "without"] = lambda compiled=compiled, out=out: (
-            compiled.launch(buffer.ptr, out.data.ptr, invocations)
+    store = (
+        "  %early = getelementptr float, ptr addrspace(7) %out, i32 %id\n"
+        "  store volatile float 0.000000e+00, ptr addrspace(7) %early, align 4\n"
+    )
+    printf = printf_call("%buf", "nan", "i32 %id, float %a.next, float %b.next")
+    variants = {
+        "without": (compute_ir(False, steps), None),
+        "printf": (compute_ir(True, steps), None),
+        "printf, no aggregation": (compute_ir(True, steps), False),
+        "branch around a store": (compute_ir(True, steps).replace(printf, store), None),
+    }
+    outputs, runs = {}, {}
+    for name, (ir, aggregate) in variants.items():
+        compiled = CudaKernel(kernel_ptx(lower(ir, aggregate).ir, EntryPoint("main", True)))
+        outputs[name] = out = cupy.zeros(invocations, dtype=cupy.float32)
+        runs[name] = lambda compiled=compiled, out=out: compiled.launch(buffer.ptr, out.data.ptr, invocations)
+    blocks = -(-invocations // 256)
+    for name, options in (("CUDA without", ()), ("CUDA printf", ("-DPRINTF",))):
+        source = CUDA_COMPUTE_SOURCE.replace("STEPS", str(steps))
+        function = cupy.RawKernel(source, "compute", options=("--fmad=false", *options))
+        outputs[name] = out = cupy.zeros(invocations, dtype=cupy.float32)
+        runs[name] = lambda function=function, out=out: function(
+            (blocks,), (256,), (out, np.uint32(invocations))
         )
     for run in runs.values():
         run()
-    assert bool((outputs[True] == outputs[False]).all()) and buffer.offset() == 0
-    times = interleaved_ms(runs, batch=20, rounds=50)
-    with_printf, without = (statistics.median(times[name]) for name in ("with printf", "without"))
-    halves = [statistics.median(times["without"][i::2]) for i in (0, 1)]
-    noise = abs(halves[0] - halves[1]) / without
+    assert buffer.offset() == 0
+    assert all(bool((out == outputs["without"]).all()) for out in outputs.values())
+    times = {name: statistics.median(t) for name, t in interleaved_ms(runs, batch=20, rounds=80).items()}
+
+    def cost(name: str, baseline: str) -> str:
+        return f"{100 * (times[name] / times[baseline] - 1):+.2f}%"
+
     return (
-        f"(d) compute kernel, {steps * 4} arithmetic instructions an invocation, "
-        f"{power(invocations)} invocations: with a never-taken printf {with_printf:.4f} ms, without "
-        f"{without:.4f} ms: {100 * (with_printf / without - 1):+.2f}% (noise between halves of the same "
-        f"variant {100 * noise:.2f}%)"
+        f"(d) {steps * 4} arithmetic instructions an invocation, {power(invocations)} invocations, against "
+        f"the kernel without ({times['without']:.4f} ms): never-taken printf {cost('printf', 'without')}, "
+        f"without warp aggregation {cost('printf, no aggregation', 'without')}; a never-taken branch around "
+        f"one store {cost('branch around a store', 'without')}; CUDA's printf left in the same kernel "
+        f"{cost('CUDA printf', 'CUDA without')}"
     )
 
 
