@@ -95,14 +95,16 @@ def _what_is(ir_type: str, element: str | None) -> str:
 class Helper:
     """An internal `alwaysinline` function writing one kind of record for one list of argument types.
 
-    The pass makes one per (kind, buffer type, argument types), so a helper is its own identity (and a
-    cheap key for what depends on its layout).
+    The pass makes one per (kind, buffer type, argument types, aggregated), so a helper is its own
+    identity (and a cheap key for what depends on its layout). An `aggregated` helper reserves through
+    the warp-aggregated reserve of its buffer type (`warp_aggregation`).
     """
 
     name: str
     kind: str
     buffer_type: str
     arguments: tuple[Argument, ...]
+    aggregated: bool = False
     layout: Layout = field(init=False)
     entry_dwords: int = field(init=False)
 

@@ -10,6 +10,7 @@ LLVM's printer is canonical (one instruction per line, types spelt one way), whi
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -37,6 +38,9 @@ _NAME = r'(?:"[^"]*"|[-\w$.]+)'
 # Found by the leading newline rather than `^`, so the regex engine skips from one newline to the next
 # (a printed module starts with its `; ModuleID` line).
 _GLOBAL_LINE = re.compile(rf"\n(@{_NAME}) = ([^\n]*)")
+_GLOBAL_REFERENCE = re.compile(rf"@{_NAME}")
+_DEFINE_LINE = re.compile(rf"^define [^@\n]*(@{_NAME})\(", re.M)
+_ATTRIBUTE_GROUP = re.compile(r"^attributes (#\d+) = \{([^\n]*)\}$", re.M)
 _GLOBAL_BODY = re.compile(r"^((?:[\w(),]+ )*?)(global|constant) (.*)$")
 _BYTES_GLOBAL = re.compile(
     r'^((?:[\w(),]+ )*?)(global|constant) (\[\d+ x i8\])(?: (c"[^"]*"|zeroinitializer))?'
@@ -240,6 +244,21 @@ class ModuleText:
             self._globals = {match.group(1): match.group(2) for match in _GLOBAL_LINE.finditer(self.text)}
         body = self._globals.get(name)
         return GlobalDefinition.parse(name, body) if body is not None else None
+
+    def entry_parameters(self) -> dict[str, frozenset[str]]:
+        """The parameter names of each function that nothing in the module refers to and that may be
+        inlined (no `noinline`): the entries, which a caller outside the module calls."""
+        references = Counter(_GLOBAL_REFERENCE.findall(self.text))
+        groups = {group: set(words.split()) for group, words in _ATTRIBUTE_GROUP.findall(self.text)}
+        entries = {}
+        for match in _DEFINE_LINE.finditer(self.text):
+            name = match.group(1)
+            parameters, close = operand_list(self.text, match.end() - 1)
+            attributes = self.text[close + 1 : self.text.find("\n", close)].split()
+            words = {word for attribute in attributes for word in groups.get(attribute, {attribute})}
+            if references[name] == 1 and "noinline" not in words:
+                entries[name] = frozenset(parameter.split()[-1] for parameter in parameters if parameter)
+        return entries
 
     def source_location(self, node: int) -> SourceLocation | None:
         """Resolve `!DILocation(line:, column:, scope:)` through the scope's `file:` to a file and line."""

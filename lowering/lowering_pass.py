@@ -118,8 +118,9 @@ class _Lowering:
     """One run: inputs and target; the printed module, its calls, the helpers, the table, the problems.
 
     The caches: `strings` (format-string operand -> its string, or why there is none), `helpers`
-    ((kind, buffer type, argument IR types) -> helper), `headers` ((string, helper) -> the signed 64-bit
-    entry header, or why there is none), `matching` ((conversions, helper) pairs known to match).
+    ((kind, buffer type, argument IR types, aggregated) -> helper), `headers` ((string, helper) -> the
+    signed 64-bit entry header, or why there is none), `matching` ((conversions, helper) pairs known to
+    match).
     """
 
     def __init__(self, sources: Sequence[Source], target: Target) -> None:
@@ -127,7 +128,7 @@ class _Lowering:
         self.target = target
         self.module = ModuleText("")
         self.table = FormatTable()
-        self.helpers: dict[tuple[str, str, tuple[str, ...]], Helper] = {}
+        self.helpers: dict[tuple[str, str, tuple[str, ...], bool], Helper] = {}
         self.problems: list[tuple[_Call | None, str]] = []
         self.splices: list[tuple[int, int, str]] = []
         self.strings: dict[str, tuple[str | None, str]] = {}
@@ -251,7 +252,8 @@ class _Lowering:
         if not buffer_type.startswith("ptr"):
             self.problems.append((call, f"the buffer operand `{operands[0]}` is not a pointer"))
         string = self._format_string(call, operands[1])
-        helper = self._helper(call, buffer_type, tuple(split_type(operand)[0] for operand in operands[2:]))
+        types = tuple(split_type(operand)[0] for operand in operands[2:])
+        helper = self._helper(call, buffer_type, types, self._aggregates(call, operands[0]))
         if string is None or helper is None or len(self.problems) > problems:
             return
         header = self._header(string, helper)
@@ -286,10 +288,23 @@ class _Lowering:
                 return string, ""
         return None, reason or f"the format string operand `{operand}` is not a global constant"
 
-    def _helper(self, call: _Call, buffer_type: str, types: tuple[str, ...]) -> Helper | None:
-        """The helper for the call's kind, buffer type and argument types; None after recording each
-        argument that cannot be passed."""
-        key = (call.kind, buffer_type, types)
+    def _aggregates(self, call: _Call, buffer: str) -> bool:
+        """Whether the call's lanes reserve together in the IR: a printf on a target that aggregates,
+        unless its buffer is a parameter of an entry (see `warp_aggregation`)."""
+        if call.kind != PRINTF or not self.target.aggregates_reservations:
+            return False
+        return split_type(buffer)[1] not in self._entry_parameters.get(call.function, ())
+
+    @functools.cached_property
+    def _entry_parameters(self) -> dict[str, frozenset[str]]:
+        return self.module.entry_parameters()
+
+    def _helper(
+        self, call: _Call, buffer_type: str, types: tuple[str, ...], aggregated: bool
+    ) -> Helper | None:
+        """The helper for the call's kind, buffer type, argument types and aggregation; None after
+        recording each argument that cannot be passed."""
+        key = (call.kind, buffer_type, types, aggregated)
         helper = self.helpers.get(key)
         if helper is None:
             arguments = [classify(ir_type) for ir_type in types]
@@ -300,7 +315,7 @@ class _Lowering:
             if reasons:
                 return None
             name = f"{self._helper_prefix}{call.kind}.{len(self.helpers)}"
-            helper = self.helpers[key] = Helper(name, call.kind, buffer_type, tuple(arguments))
+            helper = self.helpers[key] = Helper(name, call.kind, buffer_type, tuple(arguments), aggregated)
         return helper
 
     def _header(self, string: str, helper: Helper) -> int | str:
@@ -360,7 +375,7 @@ class _Lowering:
             warp_aggregated_reserve_ir(name, buffer_type) for buffer_type, name in reserves.items()
         ]
         for helper in self.helpers.values():
-            reserve = reserves.get(helper.buffer_type) if helper.kind == PRINTF else None
+            reserve = reserves[helper.buffer_type] if helper.aggregated else None
             definitions.append(helper_definition(helper, self.target, reserve))
         at = self.first_function if self.first_function is not None else len(text)
         pieces = []
@@ -387,12 +402,9 @@ class _Lowering:
         return lowered
 
     def _reserve_functions(self) -> dict[str, str]:
-        """buffer type -> name of its warp-aggregated reserve, where the target aggregates printf's."""
-        if not self.target.aggregates_reservations:
-            return {}
-        buffer_types = dict.fromkeys(
-            helper.buffer_type for helper in self.helpers.values() if helper.kind == PRINTF
-        )
+        """buffer type -> name of its warp-aggregated reserve, for the buffer types of aggregated helpers."""
+        aggregated = [helper for helper in self.helpers.values() if helper.aggregated]
+        buffer_types = dict.fromkeys(helper.buffer_type for helper in aggregated)
         return {
             buffer_type: f"{self._helper_prefix}reserve.{n}" for n, buffer_type in enumerate(buffer_types)
         }

@@ -20,7 +20,8 @@ class Target:
     makes each entry conditional on `old + size <= reserved0`; without it the buffer descriptor's range
     bounds the stores. `pal_metadata` puts the table into `!amdgpu.pal.metadata.msgpack`.
     `aggregates_reservations` makes the lanes of a warp reserve their printf entries with one atomic
-    add between them (`warp_aggregation`); aborts always reserve per invocation.
+    add between them where the GPU's own compiler cannot (`warp_aggregation`); aborts always reserve
+    per invocation.
     """
 
     name: str

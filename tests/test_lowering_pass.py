@@ -208,17 +208,47 @@ def test_amdpal_lowering_has_no_capacity_check():
     assert f"i64 {OFFSET_CLAMP_DWORDS}" in lowered.ir
 
 
-def test_nvptx_lowering_moves_the_buffer_to_global_memory_and_aggregates_printf_reservations():
+def test_nvptx_lowering_moves_the_buffer_to_global_memory_and_aggregates_where_ptxas_cannot():
     aborting = module([("fmt", "%d", [("i32", "8")])], callee=ABORT).replace("@entry", "@fail")
     lowered = lower_sources([Source("a.ll", ONE_I32), Source("b.ll", aborting)], "nvptx")
     assert_lowered(lowered, calls=2)
     assert "addrspace(7)" not in lowered.ir
     assert "define void @entry(ptr addrspace(1) %buf)" in lowered.ir
     assert 'target triple = "nvptx64-nvidia-cuda"' in lowered.ir
-    # printf: the warp's lanes at one buffer reserve together, the leader adding their sizes; abort: per lane.
-    assert re.search(r"atomicrmw add ptr addrspace\(1\) %buf, i64 %total\S* monotonic", lowered.ir)
-    assert "@llvm.nvvm.match.any.sync.i64" in lowered.ir
+    # An entry's printf to its own buffer parameter: one atomic a lane in the IR, which ptxas aggregates
+    # once the kernel inlines the entry; abort: per lane.
+    assert "@llvm.nvvm.match.any.sync.i64" not in lowered.ir
+    assert re.search(r"atomicrmw add ptr addrspace\(1\) %buf, i64 3 monotonic", lowered.ir)
     assert re.search(r"atomicrmw add ptr addrspace\(1\) %buf, i64 6 monotonic", lowered.ir)
+
+
+CALL_BODY = "  call void @body(ptr addrspace(7) %buf)\n"
+BUFFERS_PTXAS_CANNOT_SEE = {
+    # case: (what the entry does, the function that prints, its buffer operand)
+    "called": (CALL_BODY, "internal void @body(ptr addrspace(7) %b)", "%b"),
+    "noinline": ("", "void @body(ptr addrspace(7) %b) noinline", "%b"),
+    "chosen": ("", "void @body(ptr addrspace(7) %b, ptr addrspace(7) %c, i1 %s)", "%chosen"),
+}
+
+
+@pytest.mark.parametrize("case", BUFFERS_PTXAS_CANNOT_SEE)
+def test_nvptx_printf_lanes_reserve_together_in_the_ir_where_ptxas_cannot_see_one_buffer(case):
+    """A function called in the module, a `noinline` one, a buffer chosen at run time: ptxas cannot tell
+    that the warp's lanes share a buffer, so they reserve together in the IR, the leader adding for all."""
+    entry_body, printing, buffer = BUFFERS_PTXAS_CANNOT_SEE[case]
+    choose = "  %chosen = select i1 %s, ptr addrspace(7) %b, ptr addrspace(7) %c\n"
+    text = (
+        string_global("fmt", "%d")
+        + DECLARATIONS
+        + f"define void @entry(ptr addrspace(7) %buf) {{\n{entry_body}  ret void\n}}\n"
+        + f"define {printing} {{\n"
+        + (choose if buffer == "%chosen" else "")
+        + call(PRINTF, buffer, "fmt", [("i32", "7")])
+        + "  ret void\n}\n"
+    )
+    lowered = lower_sources([Source("a.ll", text)], "nvptx")
+    assert "@llvm.nvvm.match.any.sync.i64" in lowered.ir
+    assert re.search(r"atomicrmw add ptr addrspace\(1\) %\S+, i64 %total\S* monotonic", lowered.ir)
 
 
 ABORT_PROGRAM = (

@@ -7,8 +7,10 @@ A GPU runs invocations concurrently, so the order of the entries varies: the che
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -38,6 +40,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 ID_LAYOUT = (ArgType("i", 32),)
 GPUS, NO_GPU = gpu_count()
 gpu = pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU and CuPy: {NO_GPU}")
+TOOLKIT = shutil.which("ptxas") and shutil.which("cuobjdump")
 
 
 def program(body: str, entry: str = "main", abort_buffer: bool = False, strings: str = "") -> str:
@@ -127,16 +130,39 @@ def test_the_warp_aggregated_reserve_issues_one_atomic_from_the_leader_lane():
     assert leader_branch >= 0, "only the leader lane reaches the atomic"
 
 
-def test_nvptx_lowering_reserves_printf_entries_once_per_warp_and_aborts_per_lane():
+def test_nvptx_lowering_leaves_an_entry_to_ptxas_and_aggregates_a_called_function_and_aborts_per_lane():
+    """The entry's printfs to its own buffer parameter (the kernel's, once inlined) keep one atomic a
+    lane, which ptxas aggregates; a `noinline` function's reserve together in the IR; aborts per lane."""
+    twice = call(PRINTF, "%b", "fmt", [("i32", "%n")]) + call(PRINTF, "%b", "fmt", [("i32", "%n")])
+    called = f"define void @body(ptr addrspace(7) %b, i32 %n) noinline {{\n{twice}  ret void\n}}\n"
     body = (
         call(PRINTF, "%buf", "fmt", [("i32", "%id")])
         + call(PRINTF, "%buf", "fmt", [("i32", "%id")])
+        + "  call void @body(ptr addrspace(7) %buf, i32 %id)\n"
         + "  %bad = icmp eq i32 %id, 3\n  br i1 %bad, label %fail, label %fine\nfail:\n"
         + call(ABORT, "%abort", "fmt", [("i32", "%id")])
         + "  unreachable\nfine:\n"
     )
-    ptx = lowered_ptx(program(body, abort_buffer=True, strings=string_global("fmt", "id %u\n")))
-    assert ptx.count("match.any.sync.b64") == 2 and ptx.count("atom.global.add.u64") == 3
+    ptx = lowered_ptx(program(body, abort_buffer=True, strings=string_global("fmt", "id %u\n")) + called)
+    assert ptx.count("match.any.sync.b64") == 2 and ptx.count("atom.global.add.u64") == 5
+
+
+@pytest.mark.skipif(not TOOLKIT, reason="needs ptxas and cuobjdump (the CUDA toolkit)")
+def test_ptxas_aggregates_the_reservation_of_an_entry_printf_to_its_own_buffer():
+    """What the lowering leaves to ptxas: one lane of each warp issues the atomic, for the warp's total
+    (a vote for the active lanes and their count before it), as the SASS shows."""
+    sass = sass_of(lowered_ptx(id_program()))
+    assert len(re.findall(r"\bATOMG\b", sass)) == 1
+    assert re.search(r"\bVOTEU?\.ANY\b", sass) and re.search(r"\bU?POPC\b", sass)
+
+
+def sass_of(ptx: str) -> str:
+    with tempfile.TemporaryDirectory() as directory:
+        source, cubin = Path(directory) / "kernel.ptx", Path(directory) / "kernel.cubin"
+        source.write_text(ptx)
+        subprocess.run(["ptxas", "-arch=sm_90", str(source), "-o", str(cubin)], check=True)
+        command = ["cuobjdump", "-sass", str(cubin)]
+        return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
 
 def test_without_cupy_the_device_is_unavailable_and_says_why(monkeypatch):

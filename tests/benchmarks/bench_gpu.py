@@ -12,8 +12,9 @@ One process, one GPU, invocations 2^20 .. 2^24 of one format and arguments
   (c) lowered printf vs the same kernel writing the same bytes with plain stores and no printf;
   (d) a compute kernel (256, 384, then 512 arithmetic instructions per invocation) whose printf sits
       under a branch never taken, vs the same kernel without the printf (interleaved batches of launches);
-      lowered with and without warp aggregation, beside two references: a never-taken branch around one
-      plain store (what any code under such a branch costs), and CUDA's own printf left in the same kernel;
+      as lowered and with the reservation aggregated in the IR, beside two references: a never-taken
+      branch around one plain store (ptxas predicates it: the least code under a branch costs), and
+      CUDA's own printf left in the same kernel;
 
 then warp aggregation of the reservations: three printf calls per invocation, one under a divergent
 branch, in the entry (inlined into the kernel) and in a function that is not inlined, lowered with and
@@ -48,6 +49,7 @@ import cupy
 import numpy as np
 
 from lowering.harness import EntryPoint, find_entry
+from lowering.ir_module import ModuleText
 from lowering.lowering_pass import LoweredModule, Source, lower_sources
 from lowering.nvptx_device import CudaKernel, kernel_ptx
 from lowering.targets import TARGETS
@@ -216,12 +218,19 @@ def calls_ir(inline: bool) -> str:
 
 
 def lower(text: str, aggregate: bool | None = None) -> LoweredModule:
-    """Lowered for nvptx; `aggregate` None keeps the target's warp aggregation, else turns it on or off
-    (by lowering for a variant of the target, put in place of `nvptx` while this runs)."""
+    """Lowered for nvptx; `aggregate` None: as the pass does (in the IR where ptxas cannot aggregate);
+    False: never in the IR (a variant of the target, put in place of `nvptx` while this runs); True:
+    in the IR for every printf (no function taken for an entry)."""
     variant = TARGETS["nvptx"]
-    if aggregate is not None:
-        variant = dataclasses.replace(variant, aggregates_reservations=aggregate)
-    with mock.patch.dict(TARGETS, nvptx=variant):
+    if aggregate is False:
+        variant = dataclasses.replace(variant, aggregates_reservations=False)
+    entries = {} if aggregate else None
+    with (
+        mock.patch.dict(TARGETS, nvptx=variant),
+        mock.patch.object(ModuleText, "entry_parameters", return_value=entries, autospec=True)
+        if entries is not None
+        else contextlib.nullcontext(),
+    ):
         return lower_sources([Source("bench.ll", text)], target="nvptx")
 
 
@@ -516,7 +525,8 @@ def main() -> None:
 
 
 def compare_compute(invocations: int, steps: int) -> str:
-    """(d): the compute kernel with its never-taken printf (lowered with and without warp aggregation),
+    """(d): the compute kernel with its never-taken printf (as lowered: its reservation left to ptxas; and
+    aggregated in the IR),
     with a never-taken branch around one plain store instead (the cost of the branch alone), and CUDA's
     own printf left in the same kernel, each against its kernel without: interleaved batches of launches."""
     buffer = Buffer(1024)
@@ -528,7 +538,7 @@ def compare_compute(invocations: int, steps: int) -> str:
     variants = {
         "without": (compute_ir(False, steps), None),
         "printf": (compute_ir(True, steps), None),
-        "printf, no aggregation": (compute_ir(True, steps), False),
+        "printf, aggregated in the IR": (compute_ir(True, steps), True),
         "branch around a store": (compute_ir(True, steps).replace(printf, store), None),
     }
     outputs, runs = {}, {}
@@ -556,8 +566,8 @@ def compare_compute(invocations: int, steps: int) -> str:
     return (
         f"(d) {steps * 4} arithmetic instructions an invocation, {power(invocations)} invocations, against "
         f"the kernel without ({times['without']:.4f} ms): never-taken printf {cost('printf', 'without')}, "
-        f"without warp aggregation {cost('printf, no aggregation', 'without')}; a never-taken branch around "
-        f"one store {cost('branch around a store', 'without')}; CUDA's printf left in the same kernel "
+        f"aggregated in the IR {cost('printf, aggregated in the IR', 'without')}; a never-taken branch "
+        f"around one store {cost('branch around a store', 'without')}; CUDA's printf left in the same kernel "
         f"{cost('CUDA printf', 'CUDA without')}"
     )
 
