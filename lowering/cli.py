@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from metadata.errors import DprintfError
 
-from .commands import EXIT_BAD_INPUT, error
+from .commands import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, error
 
 DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
 DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)
@@ -119,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         error("interrupted")
         return 130
+    except BrokenPipeError:
+        # The reader of stdout has gone (`dprintf decode ... | head`): stop quietly, as a tool that
+        # SIGPIPE stops; stdout goes to /dev/null so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

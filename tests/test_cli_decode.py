@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from lowering.cli import main
+from lowering.commands import EXIT_BROKEN_PIPE
 from metadata.buffer_builder import build_abort_buffer, build_printf_buffer
 from metadata.elf_notes import note_only_elf
 from metadata.layout import parse_layout
@@ -214,3 +216,16 @@ def test_console_script_end_to_end(files):
     )
     assert done.returncode == 3 and done.stdout == TEXT.encode()
     assert done.stderr == b"error: device lost: shader abort: test: 65536\n"
+
+
+def test_a_reader_that_has_gone_ends_the_output_quietly(files):
+    """`dprintf decode ... | head` once head has exited: no traceback, the status of a tool that SIGPIPE
+    stopped."""
+    reading, writing = os.pipe()
+    os.close(reading)
+    command = ["dprintf", "decode", files["printf_bin"], "--elf", files["printf_elf"]]
+    try:
+        done = subprocess.run(command, stdout=writing, stderr=subprocess.PIPE)
+    finally:
+        os.close(writing)
+    assert (done.returncode, done.stderr) == (EXIT_BROKEN_PIPE, b"")

@@ -7,6 +7,7 @@ stderr, no traceback); an output file is written whole or not at all.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_DEVICE_LOST = 3
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a tool that SIGPIPE stopped
 
 
 class InputError(DprintfError):
