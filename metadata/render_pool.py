@@ -8,23 +8,28 @@ so a driver starts a RenderPool once, with the `forkserver` method (a small, cle
 forks the workers, the decoder already imported), and passes it to `PrintfDecoding.output_chunks`
 or `text_chunks` for every buffer. Moving the text: a pipe costs the receiving process several copies
 of every byte, and that process is the one that writes the output; so each worker leaves its piece
-in a file of a private directory in shared memory, which the caller reads once and removes.
+in a file of a private directory in shared memory, which the caller reads once and removes (a piece
+that cannot be written there, shared memory being full, comes back through the pipe).
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import shutil
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from multiprocessing.pool import AsyncResult
 from types import TracebackType
 from typing import Protocol
 
 START_METHODS = ("forkserver", "fork", "spawn")
 PRELOADED_MODULES = [f"{__package__}.printf_buffer"]  # what the forkserver imports before it forks
+WINDOW_PER_PROCESS = 2  # pieces given out ahead of the one awaited, per process
 SHARED_MEMORY_DIRECTORY = "/dev/shm"  # where the pieces are left, when it exists (else the temp directory)
 Encoding = tuple[str, str]  # codec and error handler
 
@@ -54,18 +59,21 @@ class RenderPool:
         self._pool.map(abs, range(processes), chunksize=1)  # returns once the workers answer
 
     def render(self, pieces: Iterable[Piece], encoding: Encoding) -> Iterator[bytes]:
-        """The text of each piece, encoded, in order, each as soon as it and those before it are done."""
+        """The text of each piece, encoded, in order, each as soon as it and those before it are done.
+
+        At most WINDOW_PER_PROCESS pieces a process are given out ahead of the one awaited, so that a
+        slow reader of the output holds a bounded amount of rendered text, in memory or in files.
+        """
         directory = tempfile.mkdtemp(prefix="dprintf-render-", dir=_shared_directory())
+        window: deque[AsyncResult] = deque()
         try:
-            tasks = (
-                _Task(piece, encoding, os.path.join(directory, str(number)))
-                for number, piece in enumerate(pieces)
-            )
-            for path in self._pool.imap(_render_to_file, tasks):
-                with open(path, "rb") as file:
-                    data = file.read()
-                os.unlink(path)
-                yield data
+            for number, piece in enumerate(pieces):
+                task = _Task(piece, encoding, os.path.join(directory, str(number)))
+                window.append(self._pool.apply_async(_render_to_file, (task,)))
+                if len(window) >= WINDOW_PER_PROCESS * self.processes:
+                    yield _collect(window.popleft().get())
+            while window:
+                yield _collect(window.popleft().get())
         finally:
             shutil.rmtree(directory, ignore_errors=True)
 
@@ -102,11 +110,28 @@ class _Task:
     path: str
 
 
-def _render_to_file(task: _Task) -> str:
+def _render_to_file(task: _Task) -> str | bytes:
+    """The path of the file the piece's bytes are left in; the bytes themselves when the file cannot
+    be written (shared memory full, the directory removed), to come back through the pipe."""
     data = task.piece.text().encode(*task.encoding)
-    with open(task.path, "xb") as file:
-        file.write(data)
+    try:
+        with open(task.path, "xb") as file:
+            file.write(data)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(task.path)
+        return data
     return task.path
+
+
+def _collect(result: str | bytes) -> bytes:
+    """A piece's bytes, read from the file a worker left them in (removed), or as they came back."""
+    if isinstance(result, bytes):
+        return result
+    with open(result, "rb") as file:
+        data = file.read()
+    os.unlink(result)
+    return data
 
 
 def _shared_directory() -> str | None:

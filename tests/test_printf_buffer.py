@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
-import threading
 
 import numpy as np
 import pytest
@@ -27,7 +26,7 @@ from metadata.layout import (
     parse_layout,
 )
 from metadata.printf_buffer import decode_printf_buffer
-from metadata.render_pool import RenderPool, call_start_method
+from metadata.render_pool import RenderPool
 from metadata.table import FormatEntry, FormatTable
 
 LIBC = ctypes.CDLL(None)
@@ -660,24 +659,6 @@ def test_a_render_pool_started_once_renders_every_decoding_given_to_it():
             assert pieces == list(decoding.text_chunks(32)) and "".join(pieces) == "".join(lines)
             output = b"".join(decoding.output_chunks(pool=pool))
             assert output == "".join(lines).encode(*printf_buffer.OUTPUT_ENCODING)
-
-
-def test_a_pool_for_one_call_is_forked_only_from_a_process_with_one_python_thread():
-    assert call_start_method() == "fork"
-    release = threading.Event()
-    waiting = threading.Thread(target=release.wait)
-    waiting.start()
-    try:
-        assert call_start_method() == "forkserver"
-    finally:
-        release.set()
-        waiting.join()
-
-
-@pytest.mark.parametrize(("processes", "method"), [(0, "fork"), (2, "vfork")])
-def test_a_render_pool_refuses_what_it_cannot_start(processes, method):
-    with pytest.raises(ValueError, match="at least one process|unknown start method"):
-        RenderPool(processes, method)
 
 
 @FORK_OF_ONE_PYTHON_THREAD

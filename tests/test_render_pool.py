@@ -1,0 +1,83 @@
+"""RenderPool: pieces rendered in order by worker processes, their text moved through shared memory."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+
+import pytest
+
+from metadata import render_pool
+from metadata.render_pool import WINDOW_PER_PROCESS, RenderPool, call_start_method
+
+UTF8 = ("utf-8", "strict")
+
+
+class Text:
+    """A piece that renders to a fixed text."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def text(self) -> str:
+        return self.value
+
+
+def test_pieces_come_back_in_order_through_files_that_are_removed(monkeypatch, tmp_path):
+    directories = record_directories(monkeypatch, tmp_path)
+    pieces = [Text(f"piece {n}\n" * n) for n in range(50)]
+    with RenderPool(2, "fork") as pool:
+        assert list(pool.render(pieces, UTF8)) == [piece.value.encode() for piece in pieces]
+    assert len(directories) == 1 and not os.path.exists(directories[0])
+
+
+def test_pieces_that_cannot_be_left_in_shared_memory_come_back_through_the_pipe(monkeypatch, tmp_path):
+    """Shared memory full or gone: the worker cannot write its file, and sends the bytes instead."""
+    missing = tmp_path / "never-made"
+    monkeypatch.setattr(render_pool.tempfile, "mkdtemp", lambda **_: str(missing))
+    pieces = [Text(f"é {n}\n" * n) for n in range(20)]
+    with RenderPool(2, "fork") as pool:
+        assert list(pool.render(pieces, UTF8)) == [piece.value.encode() for piece in pieces]
+
+
+def test_a_slow_reader_holds_no_more_than_a_window_of_rendered_pieces(monkeypatch, tmp_path):
+    directories = record_directories(monkeypatch, tmp_path)
+    held = []
+    with RenderPool(2, "fork") as pool:
+        for _ in pool.render((Text("x" * 4096) for _ in range(40)), UTF8):
+            time.sleep(0.005)  # the workers finish all they were given meanwhile
+            held.append(len(os.listdir(directories[0])))
+    assert len(held) == 40 and 1 <= max(held) < WINDOW_PER_PROCESS * 2
+
+
+def test_a_pool_for_one_call_is_forked_only_from_a_process_with_one_python_thread():
+    assert call_start_method() == "fork"
+    release = threading.Event()
+    waiting = threading.Thread(target=release.wait)
+    waiting.start()
+    try:
+        assert call_start_method() == "forkserver"
+    finally:
+        release.set()
+        waiting.join()
+
+
+@pytest.mark.parametrize(("processes", "method"), [(0, "fork"), (2, "vfork")])
+def test_a_render_pool_refuses_what_it_cannot_start(processes, method):
+    with pytest.raises(ValueError, match="at least one process|unknown start method"):
+        RenderPool(processes, method)
+
+
+def record_directories(monkeypatch, tmp_path) -> list[str]:
+    """The private directories `render` makes (under `tmp_path`), in order."""
+    made: list[str] = []
+    make = tempfile.mkdtemp
+
+    def recorded(**options) -> str:
+        made.append(make(prefix=options["prefix"], dir=tmp_path))
+        return made[-1]
+
+    monkeypatch.setattr(render_pool.tempfile, "mkdtemp", recorded)
+    return made
