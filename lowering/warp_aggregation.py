@@ -12,7 +12,7 @@ function nothing in the module refers to, and that may be inlined). The kernel c
 entry, so such a buffer is the kernel's parameter and ptxas aggregates by itself; leaving it the plain
 atomic also keeps the way around a printf that is not taken short: the aggregated region, with its
 warp-synchronous instructions, makes ptxas schedule the code after it later: a never-taken printf in
-a kernel of 256 arithmetic instructions measured +1.78% aggregated, +1.14% left to ptxas (`bench_gpu.py`).
+a kernel of 256 arithmetic instructions measured +2.09% aggregated, +1.45% left to ptxas (`bench_gpu.py`).
 The helper:
 
     active = activemask(); group = match.any(active, address)   # lanes at this call, same buffer
