@@ -1,6 +1,7 @@
-"""The package's exceptions: one base class, one subclass per kind of bad input.
+"""The package's exceptions: one base class, one subclass per kind of bad input or lost work.
 
-Every error raised for bad input is a `DprintfError`; its message names what is wrong and where.
+Every error raised for bad input is a `DprintfError`, and so is work lost to something outside the
+program (a rendering process killed); its message names what is wrong and where.
 """
 
 
@@ -26,3 +27,7 @@ class LinkError(DprintfError):
 
 class BufferDecodeError(DprintfError):
     """A buffer dump that cannot be decoded at all (for example, shorter than its header)."""
+
+
+class RenderError(DprintfError):
+    """Output that could not be rendered: a rendering process died (killed, out of memory)."""

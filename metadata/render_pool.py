@@ -22,10 +22,13 @@ import tempfile
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing.pool import AsyncResult
 from types import TracebackType
 from typing import Protocol
+
+from .errors import RenderError
 
 START_METHODS = ("forkserver", "fork", "spawn")
 PRELOADED_MODULES = [f"{__package__}.printf_buffer"]  # what the forkserver imports before it forks
@@ -43,7 +46,8 @@ class Piece(Protocol):
 class RenderPool:
     """`processes` worker processes that render pieces of output (`render`), ready when constructed.
 
-    A context manager; `close` stops the workers.
+    A context manager; `close` stops the workers. A worker that dies (killed, out of memory) breaks
+    the pool: `render` raises RenderError, never waits for ever.
     """
 
     def __init__(self, processes: int, start_method: str = "forkserver") -> None:
@@ -55,8 +59,9 @@ class RenderPool:
         if start_method == "forkserver":
             context.set_forkserver_preload(PRELOADED_MODULES)
         self.processes = processes
-        self._pool = context.Pool(processes)
-        self._pool.map(abs, range(processes), chunksize=1)  # returns once the workers answer
+        self._executor = ProcessPoolExecutor(processes, mp_context=context)
+        for answer in [self._executor.submit(abs, number) for number in range(processes)]:
+            answer.result()  # every worker started
 
     def render(self, pieces: Iterable[Piece], encoding: Encoding) -> Iterator[bytes]:
         """The text of each piece, encoded, in order, each as soon as it and those before it are done.
@@ -65,21 +70,29 @@ class RenderPool:
         slow reader of the output holds a bounded amount of rendered text, in memory or in files.
         """
         directory = tempfile.mkdtemp(prefix="dprintf-render-", dir=_shared_directory())
-        window: deque[AsyncResult] = deque()
+        window: deque[Future] = deque()
         try:
             for number, piece in enumerate(pieces):
                 task = _Task(piece, encoding, os.path.join(directory, str(number)))
-                window.append(self._pool.apply_async(_render_to_file, (task,)))
+                window.append(self._submit(task))
                 if len(window) >= WINDOW_PER_PROCESS * self.processes:
-                    yield _collect(window.popleft().get())
+                    yield _collect(_result(window.popleft()))
             while window:
-                yield _collect(window.popleft().get())
+                yield _collect(_result(window.popleft()))
         finally:
+            for future in window:
+                future.cancel()
             shutil.rmtree(directory, ignore_errors=True)
 
     def close(self) -> None:
-        self._pool.terminate()
-        self._pool.join()
+        """Stop the workers once the pieces they are rendering are done; the others are dropped."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def _submit(self, task: _Task) -> Future:
+        try:
+            return self._executor.submit(_render_to_file, task)
+        except BrokenProcessPool as failure:
+            raise RenderError(f"the render pool cannot render: {failure}") from None
 
     def __enter__(self) -> RenderPool:
         return self
@@ -122,6 +135,15 @@ def _render_to_file(task: _Task) -> str | bytes:
             os.unlink(task.path)
         return data
     return task.path
+
+
+def _result(future: Future) -> str | bytes:
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise RenderError(
+            "a rendering process died (killed, or out of memory): the output stops here"
+        ) from None
 
 
 def _collect(result: str | bytes) -> bytes:

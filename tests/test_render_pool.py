@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from metadata import render_pool
+from metadata.errors import RenderError
 from metadata.render_pool import WINDOW_PER_PROCESS, RenderPool, call_start_method
 
 UTF8 = ("utf-8", "strict")
@@ -40,6 +42,22 @@ def test_pieces_that_cannot_be_left_in_shared_memory_come_back_through_the_pipe(
         missing = tmp_path / "never-made"
         monkeypatch.setattr(render_pool.tempfile, "mkdtemp", lambda **_: str(missing))
         assert list(pool.render(pieces, UTF8)) == [piece.value.encode() for piece in pieces]
+
+
+class Dying:
+    """A piece whose rendering process is killed, as the out-of-memory killer would."""
+
+    def text(self) -> str:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return ""
+
+
+def test_a_rendering_process_that_dies_is_an_error_not_a_wait_for_ever():
+    with RenderPool(2) as pool:
+        with pytest.raises(RenderError, match="a rendering process died"):
+            list(pool.render([Text("a\n"), Dying(), Text("b\n")], UTF8))
+        with pytest.raises(RenderError, match="the render pool cannot render"):
+            list(pool.render([Text("c\n")], UTF8))
 
 
 def test_a_slow_reader_holds_no_more_than_a_window_of_rendered_pieces(monkeypatch, tmp_path):
