@@ -72,11 +72,16 @@ def _c_argument(kind: str, length: str, value):
 
 
 def _snprintf(spec: str, argument) -> str:
+    return _snprintf_bytes(spec, argument).decode("utf-8")
+
+
+def _snprintf_bytes(spec: str, *arguments) -> bytes:
+    """The bytes C's snprintf writes for `spec` and `arguments` (ctypes values)."""
     encoded = spec.encode("utf-8")
-    size = LIBC.snprintf(None, 0, encoded, argument)
+    size = LIBC.snprintf(None, 0, encoded, *arguments)
     output = ctypes.create_string_buffer(size + 1)
-    LIBC.snprintf(output, size + 1, encoded, argument)
-    return output.raw[:size].decode("utf-8")
+    LIBC.snprintf(output, size + 1, encoded, *arguments)
+    return output.raw[:size]
 
 
 def stored(arg: ArgType, value):
@@ -675,14 +680,6 @@ def test_output_chunks_are_the_bytes_c_writes_from_any_process(monkeypatch):
     monkeypatch.setattr(printf_buffer, "PARALLEL_TEXT_ENTRIES", 1)
     monkeypatch.setattr(printf_buffer, "PARALLEL_CHUNK_ENTRIES", 16)
     assert list(decoding.output_chunks(processes=3)) == serial
-
-
-def _snprintf_bytes(spec: str, *arguments) -> bytes:
-    encoded = spec.encode("utf-8")
-    size = LIBC.snprintf(None, 0, encoded, *arguments)
-    output = ctypes.create_string_buffer(size + 1)
-    LIBC.snprintf(output, size + 1, encoded, *arguments)
-    return output.raw[:size]
 
 
 def test_small_decodings_are_rendered_in_the_calling_process(monkeypatch):

@@ -51,7 +51,7 @@ import numpy as np
 from lowering.harness import EntryPoint, find_entry
 from lowering.ir_module import ModuleText
 from lowering.lowering_pass import LoweredModule, Source, lower_sources
-from lowering.nvptx_device import CudaKernel, kernel_ptx
+from lowering.nvptx_device import BLOCK_THREADS, CudaKernel, kernel_ptx
 from lowering.targets import TARGETS
 from metadata.layout import HEADER_BYTES, entry_dwords, entry_header, parse_layout
 from metadata.printf_buffer import decode_printf_buffer
@@ -373,18 +373,23 @@ def lowered_end_to_end(
     return EndToEnd(copied - began, decoded - began, written - began), len(decoding.entries)
 
 
+def cuda_grid(invocations: int) -> tuple[tuple[int], tuple[int]]:
+    """(blocks, threads) of a CUDA C kernel launch: one thread an invocation, as the nvptx device."""
+    return (-(-invocations // BLOCK_THREADS),), (BLOCK_THREADS,)
+
+
 def cuda_printf_run(function, invocations: int, output: str, launch_lines: int) -> tuple[float, float, int]:
     """CUDA's printf kernel for `invocations`, in launches of at most `launch_lines` invocations, each
     synchronised so that its output is flushed before the FIFO fills: (kernel ms by events, seconds from
     the first launch to the flushed output, launches)."""
-    blocks = -(-min(invocations, launch_lines) // 256)
+    grid = cuda_grid(min(invocations, launch_lines))
     kernel_ms = 0.0
     with stdout_to(output):
         began = time.perf_counter()
         for base in range(0, invocations, launch_lines):
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
-            function((blocks,), (256,), (np.uint32(base), np.uint32(min(invocations, base + launch_lines))))
+            function(*grid, (np.uint32(base), np.uint32(min(invocations, base + launch_lines))))
             end.record()
             cupy.cuda.Device().synchronize()
             kernel_ms += cupy.cuda.get_elapsed_time(start, end)
@@ -546,13 +551,13 @@ def compare_compute(invocations: int, steps: int) -> str:
         compiled = CudaKernel(kernel_ptx(lower(ir, aggregate).ir, EntryPoint("main", True)))
         outputs[name] = out = cupy.zeros(invocations, dtype=cupy.float32)
         runs[name] = lambda compiled=compiled, out=out: compiled.launch(buffer.ptr, out.data.ptr, invocations)
-    blocks = -(-invocations // 256)
+    grid = cuda_grid(invocations)
     for name, options in (("CUDA without", ()), ("CUDA printf", ("-DPRINTF",))):
         source = CUDA_COMPUTE_SOURCE.replace("STEPS", str(steps))
         function = cupy.RawKernel(source, "compute", options=("--fmad=false", *options))
         outputs[name] = out = cupy.zeros(invocations, dtype=cupy.float32)
         runs[name] = lambda function=function, out=out: function(
-            (blocks,), (256,), (out, np.uint32(invocations))
+            *grid, (out, np.uint32(invocations))
         )
     for run in runs.values():
         run()
