@@ -556,9 +556,7 @@ def compare_compute(invocations: int, steps: int) -> str:
         source = CUDA_COMPUTE_SOURCE.replace("STEPS", str(steps))
         function = cupy.RawKernel(source, "compute", options=("--fmad=false", *options))
         outputs[name] = out = cupy.zeros(invocations, dtype=cupy.float32)
-        runs[name] = lambda function=function, out=out: function(
-            *grid, (out, np.uint32(invocations))
-        )
+        runs[name] = lambda function=function, out=out: function(*grid, (out, np.uint32(invocations)))
     for run in runs.values():
         run()
     assert buffer.offset() == 0
