@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
+from collections.abc import Callable
 
-from metadata.errors import DprintfError
-
-from .commands import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, error
+from .process_ends import run_main
 
 DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
 DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)
 DEFAULT_RUN_TIMEOUT_SECONDS = 60.0
+# What each numeric option accepts: the contract's own limits (32-bit invocation IDs, the 2 GiB offset
+# clamp of SPEC section 4 after a 16-byte header, a 32-bit `reserved0`), a thread count a process can
+# start, and a timeout that every wait of the standard library takes (milliseconds in a C int).
+MAX_INVOCATIONS = 1 << 32
+MAX_THREADS = 1024
+MAX_BUFFER_BYTES = 16 + 4 * (1 << 29)
+MAX_CAPACITY_DWORDS = (1 << 32) - 1
+MAX_TIMEOUT_SECONDS = 1_000_000.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,20 +50,30 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="lower, run on a device, decode the buffers")
     run.add_argument("input", metavar="IN.ll")
     run.add_argument("--entry", default="main", help="entry function (default: main)")
-    run.add_argument("--invocations", type=_positive, default=1, metavar="N", help="IDs 0..N-1 (default: 1)")
     run.add_argument(
-        "--threads", type=_positive, default=1, metavar="T", help="cpu device threads (default: 1, in order)"
+        "--invocations",
+        type=_integer(1, MAX_INVOCATIONS),
+        default=1,
+        metavar="N",
+        help="IDs 0..N-1 (default: 1)",
+    )
+    run.add_argument(
+        "--threads",
+        type=_integer(1, MAX_THREADS),
+        default=1,
+        metavar="T",
+        help="cpu device threads (default: 1, in order)",
     )
     run.add_argument(
         "--buffer-size",
-        type=_positive,
+        type=_integer(16, MAX_BUFFER_BYTES),
         default=DEFAULT_PRINTF_BUFFER_BYTES,
         metavar="BYTES",
         help=f"whole printf buffer, header included (default: {DEFAULT_PRINTF_BUFFER_BYTES})",
     )
     run.add_argument(
         "--abort-buffer-size",
-        type=_positive,
+        type=_integer(16, MAX_BUFFER_BYTES),
         default=DEFAULT_ABORT_BUFFER_BYTES,
         metavar="BYTES",
         help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
@@ -79,7 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--elf", action="append", required=True, metavar="FILE", help="ELF with a table (repeatable)"
     )
     decode.add_argument(
-        "--capacity", type=int, metavar="DWORDS", help="capacity in dwords (default: reserved0)"
+        "--capacity",
+        type=_integer(0, MAX_CAPACITY_DWORDS),
+        metavar="DWORDS",
+        help="capacity in dwords (default: reserved0)",
     )
     decode.add_argument("--json", action="store_true")
 
@@ -89,14 +108,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not positive")
-    return value
+def _integer(least: int, most: int) -> Callable[[str], int]:
+    """A parser of integers (decimal, or 0x/0o/0b) from `least` to `most`, naming the range it takes."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not least <= value <= most:
+            raise argparse.ArgumentTypeError(f"{text!r} is not from {least} to {most}")
+        return value
+
+    return parse
 
 
 def _positive_seconds(text: str) -> float:
@@ -104,27 +128,18 @@ def _positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
+    if not 0 < value <= MAX_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS:g}"
+        )
     return value
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse `argv` and run the command under the process-end policy of `process_ends`."""
     args = build_parser().parse_args(argv)
     command = importlib.import_module(f"lowering.commands.{args.command}_command")
-    try:
-        return command.run(args)
-    except DprintfError as failure:
-        error(str(failure))
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        error("interrupted")
-        return 130
-    except BrokenPipeError:
-        # The reader of stdout has gone (`dprintf decode ... | head`): stop quietly, as a tool that
-        # SIGPIPE stops; stdout goes to /dev/null so that the flush at exit does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
+    return run_main(lambda: command.run(args))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ and needs none of what the harness brings in (the decoders, numpy).
 
 from __future__ import annotations
 
-import ctypes
 import io
 import json
 import mmap
@@ -36,6 +35,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from metadata.helper_process import become_helper
+
 if TYPE_CHECKING:
     from .harness import DeviceRun, DeviceStatus
 
@@ -46,7 +47,6 @@ LOST = "lost"
 LOST_STATUS = 1
 
 _LOG_TAIL_BYTES = 4000
-_PR_SET_PDEATHSIG = 1
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 
 Job = dict[str, Any]
@@ -103,6 +103,8 @@ class _SharedImages:
 
 def _supervise(device: str, module: str, job: Job, timeout: float) -> DeviceStatus:
     """Start the worker, give it the job, wait for it at most `timeout` seconds; say how it ended."""
+    from .harness import DeviceStatus
+
     with tempfile.TemporaryFile() as log:
         worker = subprocess.Popen(
             [sys.executable, "-m", module],
@@ -112,9 +114,11 @@ def _supervise(device: str, module: str, job: Job, timeout: float) -> DeviceStat
             pass_fds=(job["memory_fd"],),
             env=_worker_environment(),
         )
-        events, timed_out = _wait(worker, job, timeout)
+        events, timed_out, interruption = _wait(worker, job, timeout)
         log.seek(0)
         printed = log.read()[-_LOG_TAIL_BYTES:].decode("utf-8", "replace").strip()
+    if interruption is not None:
+        return DeviceStatus.interrupted_by(interruption, printed)
     reported = dict(line.partition(": ")[::2] for line in events.decode("utf-8", "replace").splitlines())
     return _status(device, timeout, worker.returncode, timed_out, reported, printed)
 
@@ -125,16 +129,20 @@ def _worker_environment() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=path)
 
 
-def _wait(worker: subprocess.Popen, job: Job, timeout: float) -> tuple[bytes, bool]:
+def _wait(worker: subprocess.Popen, job: Job, timeout: float) -> tuple[bytes, bool, KeyboardInterrupt | None]:
     """Send the job, wait for the worker's exit (killing it after `timeout` seconds, or when the wait is
-    interrupted); its events, and whether it timed out."""
+    interrupted); its events, whether it timed out, and the interruption that stopped the wait."""
     try:
         events, _ = worker.communicate(json.dumps(job).encode(), timeout=timeout)
-        return events, False
+        return events, False, None
     except subprocess.TimeoutExpired:
         worker.kill()
         events, _ = worker.communicate()
-        return events, True
+        return events, True, None
+    except KeyboardInterrupt as interruption:
+        worker.kill()
+        events, _ = worker.communicate()
+        return events, False, interruption
     finally:
         if worker.poll() is None:
             worker.kill()
@@ -202,10 +210,10 @@ def serve(
 
 
 def _become_device() -> io.TextIOBase:
-    """Die with the parent and dump no core; keep stdout for events and send the rest to the log."""
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    """A helper of the harness that dumps no core; keep stdout for events and send the rest to the log."""
     events = os.fdopen(os.dup(1), "w")
+    become_helper()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     os.dup2(2, 1)
     return events
 

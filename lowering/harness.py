@@ -74,6 +74,7 @@ class Ending(enum.Enum):
     ABORTED = "aborted"
     CRASHED = "crashed"
     TIMED_OUT = "timed out"
+    INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,7 @@ class DeviceStatus:
     timeout: float | None = None
     seconds: float | None = None
     detail: str = ""
+    interruption: KeyboardInterrupt | None = None
 
     @classmethod
     def completed(cls, detail: str = "", seconds: float | None = None) -> DeviceStatus:
@@ -98,6 +100,11 @@ class DeviceStatus:
         cls, signal: int | None = None, exit_status: int | None = None, detail: str = ""
     ) -> DeviceStatus:
         return cls(finished=False, signal=signal, exit_status=exit_status, detail=detail)
+
+    @classmethod
+    def interrupted_by(cls, interruption: KeyboardInterrupt, detail: str = "") -> DeviceStatus:
+        """Stopped because the harness itself was interrupted (SIGINT, SIGTERM) while the device ran."""
+        return cls(finished=False, interruption=interruption, detail=detail)
 
     @classmethod
     def timed_out_after(cls, timeout: float, detail: str = "") -> DeviceStatus:
@@ -325,6 +332,8 @@ def _ending(abort: AbortDecoding, status: DeviceStatus) -> Ending:
         return Ending.ABORTED
     if status.finished:
         return Ending.COMPLETED
+    if status.interruption is not None:
+        return Ending.INTERRUPTED
     return Ending.TIMED_OUT if status.timed_out else Ending.CRASHED
 
 

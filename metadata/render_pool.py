@@ -10,6 +10,11 @@ or `text_chunks` for every buffer. Moving the text: a pipe costs the receiving p
 of every byte, and that process is the one that writes the output; so each worker leaves its piece
 in a file of a private directory in shared memory, which the caller reads once and removes (a piece
 that cannot be written there, shared memory being full, comes back through the pipe).
+
+Ending: workers are helpers (`helper_process`): they die with their parent and leave SIGINT to it. A
+pool left by an exception (an interruption, a failed write) stops its workers at once rather than
+waiting for their pieces. A directory of pieces is named after the process that made it, so that one
+left by a process killed outright (SIGKILL) is removed by the next pool started on the machine.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -29,11 +35,14 @@ from types import TracebackType
 from typing import Protocol
 
 from .errors import RenderError
+from .helper_process import become_helper
 
 START_METHODS = ("forkserver", "fork", "spawn")
 PRELOADED_MODULES = [f"{__package__}.printf_buffer"]  # what the forkserver imports before it forks
 WINDOW_PER_PROCESS = 2  # pieces given out ahead of the one awaited, per process
 SHARED_MEMORY_DIRECTORY = "/dev/shm"  # where the pieces are left, when it exists (else the temp directory)
+DIRECTORY_PREFIX = "dprintf-render-"
+_DIRECTORY_NAME = re.compile(rf"{DIRECTORY_PREFIX}(\d+)-")
 Encoding = tuple[str, str]  # codec and error handler
 
 
@@ -59,7 +68,8 @@ class RenderPool:
         if start_method == "forkserver":
             context.set_forkserver_preload(PRELOADED_MODULES)
         self.processes = processes
-        self._executor = ProcessPoolExecutor(processes, mp_context=context)
+        remove_orphaned_directories()
+        self._executor = ProcessPoolExecutor(processes, mp_context=context, initializer=become_helper)
         for answer in [self._executor.submit(abs, number) for number in range(processes)]:
             answer.result()  # every worker started
 
@@ -69,7 +79,7 @@ class RenderPool:
         At most WINDOW_PER_PROCESS pieces a process are given out ahead of the one awaited, so that a
         slow reader of the output holds a bounded amount of rendered text, in memory or in files.
         """
-        directory = tempfile.mkdtemp(prefix="dprintf-render-", dir=_shared_directory())
+        directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", dir=_shared_directory())
         window: deque[Future] = deque()
         try:
             for number, piece in enumerate(pieces):
@@ -88,6 +98,14 @@ class RenderPool:
         """Stop the workers once the pieces they are rendering are done; the others are dropped."""
         self._executor.shutdown(wait=True, cancel_futures=True)
 
+    def stop(self) -> None:
+        """Stop the workers now, whatever they are doing, and do not wait for them."""
+        processes = list((getattr(self._executor, "_processes", None) or {}).values())
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError):
+                process.kill()
+
     def _submit(self, task: _Task) -> Future:
         try:
             return self._executor.submit(_render_to_file, task)
@@ -103,7 +121,10 @@ class RenderPool:
         value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self.close()
+        if value is None:
+            self.close()
+        else:
+            self.stop()
 
 
 def call_start_method() -> str:
@@ -154,6 +175,26 @@ def _collect(result: str | bytes) -> bytes:
         data = file.read()
     os.unlink(result)
     return data
+
+
+def remove_orphaned_directories() -> None:
+    """Remove the directories of pieces whose process no longer runs (killed before it could)."""
+    parent = _shared_directory() or tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(parent):
+            found = _DIRECTORY_NAME.match(name)
+            if found is not None and not _running(int(found.group(1))):
+                shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _shared_directory() -> str | None:

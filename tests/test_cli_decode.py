@@ -180,10 +180,6 @@ def test_stdin_buffer(capsys, files, monkeypatch):
         ),
         (["{printf_bin}", "--elf", "{printf_bin}"], "error: "),
         (
-            ["{printf_bin}", "--elf", "{printf_elf}", "--capacity", "-1"],
-            "error: printf buffer capacity -1 is negative",
-        ),
-        (
             ["-", "--abort-buffer", "-", "--elf", "{printf_elf}"],
             "error: only one of BUFFER and --abort-buffer",
         ),

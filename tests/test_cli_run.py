@@ -177,14 +177,19 @@ def test_a_hung_device_is_stopped_at_the_timeout(capsys, tmp_path):
     ("argv", "status", "message"),
     [
         (["--entry", "nope"], 1, "error: the module has no entry function @nope\n"),
+        (["--buffer-size", "8"], 2, "argument --buffer-size: '8' is not from 16 to 2147483664"),
+        (["--buffer-size", "3GiB"], 2, "argument --buffer-size: '3GiB' is not an integer"),
+        (["--abort-buffer-size", str(1 << 40)], 2, f"'{1 << 40}' is not from 16 to 2147483664"),
         (
-            ["--buffer-size", "8"],
-            1,
-            "error: the printf buffer needs at least 16 bytes for its header, not 8\n",
+            ["--timeout", "0"],
+            2,
+            "argument --timeout: '0' is not a number of seconds above 0 and at most 1e+06",
         ),
-        (["--timeout", "0"], 2, "argument --timeout: '0' is not a positive, finite number of seconds"),
-        (["--timeout", "nan"], 2, "argument --timeout: 'nan' is not a positive, finite number of seconds"),
-        (["--threads", "0"], 2, "argument --threads: '0' is not positive"),
+        (["--timeout", "nan"], 2, "argument --timeout: 'nan' is not a number of seconds above 0"),
+        (["--timeout", "1e300"], 2, "argument --timeout: '1e300' is not a number of seconds above 0"),
+        (["--timeout", "2147484"], 2, "argument --timeout: '2147484' is not a number of seconds above 0"),
+        (["--threads", "0"], 2, "argument --threads: '0' is not from 1 to 1024"),
+        (["--invocations", str((1 << 32) + 1)], 2, f"'{(1 << 32) + 1}' is not from 1 to 4294967296"),
     ],
 )
 def test_bad_options(capsys, argv, status, message):

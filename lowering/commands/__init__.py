@@ -14,11 +14,14 @@ from pathlib import Path
 
 from metadata.errors import DprintfError
 
+from ..process_ends import write_stdout
+
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_DEVICE_LOST = 3
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a tool that SIGPIPE stopped
+EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 class InputError(DprintfError):
@@ -58,8 +61,7 @@ def write_output(path: str | None, data: bytes | str) -> None:
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
     if path is None or path == "-":
-        sys.stdout.buffer.write(payload)
-        sys.stdout.flush()
+        write_stdout(payload)
         return
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")

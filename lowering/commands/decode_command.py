@@ -8,16 +8,17 @@ exits with status 3. `--json` prints one JSON document instead (see `document`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
-import sys
 from typing import Any
 
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.linking import FormatRegistry
 from metadata.printf_buffer import Issue, PrintfDecoding, decode_printf_buffer
 
+from ..process_ends import write_stdout
 from . import EXIT_DEVICE_LOST, EXIT_OK, InputError, error, read_bytes, warn, write_output
 
 STDIN = "-"
@@ -45,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
 
 def write_text(printf: PrintfDecoding) -> None:
     """The output to stdout, byte for byte what C's printf writes, rendered by every CPU when large."""
-    for chunk in printf.output_chunks(processes=os.cpu_count() or 1):
-        sys.stdout.buffer.write(chunk)
-    sys.stdout.flush()
+    with contextlib.closing(printf.output_chunks(processes=os.cpu_count() or 1)) as chunks:
+        for chunk in chunks:
+            write_stdout(chunk)
 
 
 def report_printf(printf: PrintfDecoding) -> None:

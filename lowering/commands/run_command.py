@@ -18,7 +18,16 @@ from typing import Any
 
 from ..harness import Ending, RunResult, run_sources
 from ..lowering_pass import Source
-from . import EXIT_BAD_INPUT, EXIT_DEVICE_LOST, EXIT_OK, error, read_text, warn, write_output
+from . import (
+    EXIT_BAD_INPUT,
+    EXIT_DEVICE_LOST,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    error,
+    read_text,
+    warn,
+    write_output,
+)
 from .decode_command import document, report_aborts, report_printf, write_text
 
 STDIN = "-"
@@ -27,6 +36,7 @@ EXIT_STATUS = {
     Ending.ABORTED: EXIT_DEVICE_LOST,
     Ending.CRASHED: EXIT_BAD_INPUT,
     Ending.TIMED_OUT: EXIT_BAD_INPUT,
+    Ending.INTERRUPTED: EXIT_INTERRUPTED,
 }
 
 
@@ -45,13 +55,15 @@ def run(args: argparse.Namespace) -> int:
     status = EXIT_STATUS[result.ending]
     if args.json:
         write_output(None, json.dumps(run_document(result, status), allow_nan=False) + "\n")
-        return status
-    write_text(result.printf)
-    report_printf(result.printf)
-    report_aborts(result.abort)
-    for message in result.guard_issues:
-        warn(message)
-    _report_device(result)
+    else:
+        write_text(result.printf)
+        report_printf(result.printf)
+        report_aborts(result.abort)
+        for message in result.guard_issues:
+            warn(message)
+        _report_device(result)
+    if result.status.interruption is not None:
+        raise result.status.interruption  # what the device wrote is out; now end as interrupted
     return status
 
 
@@ -59,7 +71,8 @@ def _report_device(result: RunResult) -> None:
     """What the device printed as a warning, unless the loss (which ends with its last line) says it all;
     then a loss other than an abort, whose messages are already reported, as an error."""
     loss = result.loss if result.ending in (Ending.CRASHED, Ending.TIMED_OUT) else None
-    if result.status.detail and not (loss and loss.endswith(f": {result.status.detail}")):
+    interrupted = result.status.interruption is not None
+    if result.status.detail and not interrupted and not (loss and loss.endswith(f": {result.status.detail}")):
         warn(f"the {result.device} device printed: {result.status.detail}")
     if loss:
         error(f"device lost: {loss}")
