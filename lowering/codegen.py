@@ -19,6 +19,7 @@ from metadata.elf_notes import with_table
 from metadata.errors import DprintfError
 
 from .ir_module import parse_source
+from .isolation import isolated
 from .targets import Target, get_target
 
 if TYPE_CHECKING:
@@ -80,7 +81,18 @@ def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, speed_level: i
 
 
 def compile_object(lowered: LoweredModule, cpu: str | None = None, *, source: str = "<lowered>") -> bytes:
-    """An ELF relocatable object of a lowered module, optimised at -O2, with its table in a metadata note."""
+    """An ELF relocatable object of a lowered module, optimised at -O2, with its table in a metadata note.
+
+    LLVM runs in a child process (`isolation`): a fatal error of its own is a CodegenError."""
+    return isolated(f"compiling for {lowered.target.name}", _object, lowered, cpu, source)
+
+
+def compile_ptx(lowered: LoweredModule, cpu: str | None = None, *, source: str = "<lowered>") -> str:
+    """PTX assembly of a module lowered for nvptx, optimised at -O2 (in a child process, as above)."""
+    return isolated(f"compiling for {lowered.target.name}", _ptx, lowered, cpu, source)
+
+
+def _object(lowered: LoweredModule, cpu: str | None, source: str) -> bytes:
     machine = target_machine(lowered.target, cpu)
     module = parse_source(source, lowered.ir)
     optimize(module, machine)
@@ -90,8 +102,7 @@ def compile_object(lowered: LoweredModule, cpu: str | None = None, *, source: st
     return with_table(elf, lowered.table, source=source)
 
 
-def compile_ptx(lowered: LoweredModule, cpu: str | None = None, *, source: str = "<lowered>") -> str:
-    """PTX assembly of a module lowered for nvptx, optimised at -O2."""
+def _ptx(lowered: LoweredModule, cpu: str | None, source: str) -> str:
     machine = target_machine(lowered.target, cpu)
     module = parse_source(source, lowered.ir)
     optimize(module, machine)

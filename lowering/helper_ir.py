@@ -97,7 +97,8 @@ class Helper:
 
     The pass makes one per (kind, buffer type, argument types, aggregated), so a helper is its own
     identity (and a cheap key for what depends on its layout). An `aggregated` helper reserves through
-    the warp-aggregated reserve of its buffer type (`warp_aggregation`).
+    the warp-aggregated reserve of its buffer type (`warp_aggregation`). An `outlined` helper is
+    `noinline`: its calls stay calls (see `Target.outlines_calls_above`).
     """
 
     name: str
@@ -105,6 +106,7 @@ class Helper:
     buffer_type: str
     arguments: tuple[Argument, ...]
     aggregated: bool = False
+    outlined: bool = False
     layout: Layout = field(init=False)
     entry_dwords: int = field(init=False)
 
@@ -133,7 +135,8 @@ def helper_definition(helper: Helper, target: Target, reserve: str | None = None
         + [f"{argument.ir_type} %a{index}" for index, argument in enumerate(helper.arguments)]
     )
     exit_label = "stop" if is_abort else "done"
-    attributes = "alwaysinline nounwind noreturn" if is_abort else "alwaysinline nounwind"
+    inlining = "noinline" if helper.outlined else "alwaysinline"
+    attributes = f"{inlining} nounwind noreturn" if is_abort else f"{inlining} nounwind"
     if reserve is None:
         reservation = f"atomicrmw add {buffer} %buffer, i64 {size} monotonic, align 8"
     else:

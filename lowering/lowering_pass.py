@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -128,7 +129,7 @@ class _Lowering:
         self.target = target
         self.module = ModuleText("")
         self.table = FormatTable()
-        self.helpers: dict[tuple[str, str, tuple[str, ...], bool], Helper] = {}
+        self.helpers: dict[tuple[str, str, tuple[str, ...], bool, bool], Helper] = {}
         self.problems: list[tuple[_Call | None, str]] = []
         self.splices: list[tuple[int, int, str]] = []
         self.strings: dict[str, tuple[str | None, str]] = {}
@@ -136,12 +137,14 @@ class _Lowering:
         self.headers: dict[tuple[str, Helper], int | str] = {}
         self.call_lines: dict[tuple[str, str], tuple[str, list[int]]] = {}
         self.first_function: int | None = None
+        self.outlined_functions: frozenset[str] = frozenset()
 
     def run(self) -> LoweredModule:
         module = self._link()
         kinds = [kind for kind in KINDS if self._declared(module, kind)]
         self.module = ModuleText(str(module))
         calls = self._find_calls(kinds)
+        self.outlined_functions = self._crowded_functions(calls)
         for call in calls:
             self._lower_call(call)
         self._check_other_uses(kinds, calls)
@@ -221,6 +224,14 @@ class _Lowering:
                 )
             )
         return calls
+
+    def _crowded_functions(self, calls: list[_Call]) -> frozenset[str]:
+        """The functions whose calls stay calls to `noinline` helpers (`Target.outlines_calls_above`)."""
+        threshold = self.target.outlines_calls_above
+        if threshold is None:
+            return frozenset()
+        counts = Counter(call.function for call in calls)
+        return frozenset(function for function, count in counts.items() if count > threshold)
 
     def _check_other_uses(self, kinds: list[str], calls: list[_Call]) -> None:
         """Each mention of the callees is a call found above or their declaration (which is dropped)."""
@@ -304,7 +315,8 @@ class _Lowering:
     ) -> Helper | None:
         """The helper for the call's kind, buffer type, argument types and aggregation; None after
         recording each argument that cannot be passed."""
-        key = (call.kind, buffer_type, types, aggregated)
+        outlined = call.function in self.outlined_functions
+        key = (call.kind, buffer_type, types, aggregated, outlined)
         helper = self.helpers.get(key)
         if helper is None:
             arguments = [classify(ir_type) for ir_type in types]
@@ -315,7 +327,9 @@ class _Lowering:
             if reasons:
                 return None
             name = f"{self._helper_prefix}{call.kind}.{len(self.helpers)}"
-            helper = self.helpers[key] = Helper(name, call.kind, buffer_type, tuple(arguments), aggregated)
+            helper = self.helpers[key] = Helper(
+                name, call.kind, buffer_type, tuple(arguments), aggregated, outlined
+            )
         return helper
 
     def _header(self, string: str, helper: Helper) -> int | str:
@@ -390,7 +404,7 @@ class _Lowering:
         if needs_trap and not _TRAP_DECLARATION.search(text):
             pieces.append("\ndeclare void @llvm.trap()\n")
         lowered = "".join(pieces)
-        if self.target.pal_metadata and len(self.table):
+        if self.target.pal_metadata:
             try:
                 lowered = _with_pal_table(lowered, self.table)
             except DprintfError as failure:

@@ -33,6 +33,7 @@ from .device_worker import Job, run_worker, serve, whole_pages
 from .diagnostics import LoweringError
 from .harness import DeviceError, DeviceRun, EntryPoint, Launch
 from .ir_module import parse_source, verify
+from .isolation import isolated
 from .targets import Target, get_target
 
 KERNEL_NAME = "dprintf_kernel"
@@ -121,6 +122,10 @@ def kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None = None) -> str:
     """
     if re.search(rf"@{KERNEL_NAME}\b|@\"{KERNEL_NAME}\"", ir):
         raise DeviceError(f"the module already defines @{KERNEL_NAME}, the name of the nvptx device's kernel")
+    return isolated("compiling for nvptx", _kernel_ptx, ir, entry, cpu)
+
+
+def _kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None) -> str:
     source = f"<lowered {entry.name} with the nvptx kernel>"
     try:
         module = parse_source(source, ir + kernel_ir(entry))

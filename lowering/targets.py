@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from metadata.errors import DprintfError
 
+OUTLINED_CALLS_THRESHOLD = 32
+
 
 @dataclass(frozen=True, slots=True)
 class Target:
@@ -21,7 +23,11 @@ class Target:
     bounds the stores. `pal_metadata` puts the table into `!amdgpu.pal.metadata.msgpack`.
     `aggregates_reservations` makes the lanes of a warp reserve their printf entries with one atomic
     add between them where the GPU's own compiler cannot (`warp_aggregation`); aborts always reserve
-    per invocation.
+    per invocation. `outlines_calls_above`, when set, keeps the calls of a function with more printf and
+    abort calls than that as calls to `noinline` helpers: LLVM's AMDGPU backend takes time quadratic
+    in the size of one function (SI Fix SGPR copies, straight-line strength reduction, the load/store
+    vectorizer, the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs
+    the device little next to a debug printf's stores.
     """
 
     name: str
@@ -31,6 +37,7 @@ class Target:
     pal_metadata: bool
     buffer_address_space: int | None = None
     aggregates_reservations: bool = False
+    outlines_calls_above: int | None = None
 
 
 TARGETS: dict[str, Target] = {
@@ -43,6 +50,7 @@ TARGETS: dict[str, Target] = {
             default_cpu="gfx1100",
             checks_capacity=False,
             pal_metadata=True,
+            outlines_calls_above=OUTLINED_CALLS_THRESHOLD,
         ),
         Target(
             "nvptx",

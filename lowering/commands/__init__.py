@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -55,24 +56,49 @@ def read_text(path: str) -> str:
 
 
 def write_output(path: str | None, data: bytes | str) -> None:
-    """Write `data` to `path` whole or not at all (a temporary file renamed into place).
+    """Write `data` to `path` as `cp` and compilers do; None or `-` writes to stdout.
 
-    None or `-` writes to stdout.
+    A regular file (or a new one) is written whole or not at all: a temporary file beside it, renamed
+    into place, with the mode the file had, or for a new file the mode the umask leaves of 0666. A
+    symbolic link is followed and its target written so. Anything else (a FIFO, a character device
+    such as /dev/stdout or /dev/null) is opened and written as a stream.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
     if path is None or path == "-":
         write_stdout(payload)
         return
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+        existing = os.stat(path)
+    except FileNotFoundError:
+        existing = None
     except OSError as failure:
         raise InputError(f"cannot write {path}: {failure.strerror or failure}") from None
+    try:
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            with open(path, "wb") as stream:
+                stream.write(payload)
+            return
+        mode = stat.S_IMODE(existing.st_mode) if existing is not None else _new_file_mode()
+        _replace_whole(Path(os.path.realpath(path)), payload, mode)
+    except OSError as failure:
+        raise InputError(f"cannot write {path}: {failure.strerror or failure}") from None
+
+
+def _replace_whole(target: Path, payload: bytes, mode: int) -> None:
+    """`target` replaced by a file holding `payload` with `mode`, through a temporary file beside it."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
+            os.fchmod(stream.fileno(), mode)
             stream.write(payload)
         os.replace(temporary, target)
-    except OSError as failure:
+    except BaseException:
         Path(temporary).unlink(missing_ok=True)
-        raise InputError(f"cannot write {path}: {failure.strerror or failure}") from None
+        raise
+
+
+def _new_file_mode() -> int:
+    """0666 less the umask, as `open(2)` creates a file (the umask can only be read by setting it)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
