@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import FormatStringError
@@ -20,6 +21,10 @@ FLOAT_CONVERSIONS = "fFeEgGaA"
 SIGNED_CONVERSIONS = "di"
 INTEGER_LENGTHS = {"hh": 8, "h": 16, "": 32, "l": 64, "ll": 64}
 FLOAT_LENGTHS = ("", "l")
+INT_MAX = (1 << 31) - 1  # C's printf fails with EOVERFLOW on a width or precision past an int
+# Past this, a width or precision is refused even though C takes it: a decoder renders every entry of a
+# buffer, and an untrusted table must not make it allocate gigabytes for one field.
+MAX_FIELD_WIDTH = 4096
 
 _CONVERSION = re.compile(
     r"%(?P<flags>[-+ #0]*)(?P<width>\d+)?(?:\.(?P<precision>\d*))?"
@@ -144,6 +149,19 @@ def conversion_specs(text: str) -> tuple[str, ...]:
     return tuple(_CONVERSION_TEXT.findall(text))
 
 
+def _field(digits: str | None, name: str, fail: Callable[[str], FormatStringError]) -> int | None:
+    """A width or precision: None when absent, 0 for a lone `.`; within MAX_FIELD_WIDTH."""
+    if digits is None:
+        return None
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > len(str(INT_MAX)) or int(significant) > INT_MAX:
+        raise fail(f"{name} {digits} does not fit an int (C's printf fails with EOVERFLOW)")
+    value = int(significant)
+    if value > MAX_FIELD_WIDTH:
+        raise fail(f"{name} {value} is more than the {MAX_FIELD_WIDTH} this toolchain renders")
+    return value
+
+
 def _conversion(text: str, offset: int, match: re.Match[str]) -> Conversion | None:
     spec = match.group(0)
     conversion = match["conversion"]
@@ -171,13 +189,14 @@ def _conversion(text: str, offset: int, match: re.Match[str]) -> Conversion | No
         raise fail(f"length '{length}' does not apply to '%{conversion}'")
     if conversion == "c" and length:
         raise fail("'%c' takes no length modifier")
-    precision = match["precision"]
+    width = _field(match["width"], "width", fail)
+    precision = _field(match["precision"], "precision", fail)
     return Conversion(
         text=spec,
         offset=offset,
         flags=match["flags"],
-        width=int(match["width"]) if match["width"] is not None else None,
-        precision=int(precision) if precision else (0 if precision == "" else None),
+        width=width,
+        precision=precision,
         vector=vector,
         length=length,
         conversion=conversion,

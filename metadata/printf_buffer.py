@@ -693,6 +693,7 @@ class _Walk:
     unused_dwords: int = 0
 
     def __post_init__(self) -> None:
+        self._skipped: dict[tuple[int, str], list[int]] = {}  # (ID, why) -> [first position, count, dwords]
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []
         self._single_starts: list[int] = []
         self._single_numbers: list[int] = []
@@ -710,6 +711,7 @@ class _Walk:
             if len(self.catalog.formats) > self._known and self._steps >= _REBUILD_STEPS:
                 self._build(position)
         self._flush()
+        self._report_skipped()
         if len(self._runs) == 1:
             return self._runs[0]
         if not self._runs:
@@ -777,10 +779,10 @@ class _Walk:
                 f"written range at dword {self.end}",
             )
         found = self.catalog.lookup(index)
-        if found is None:
-            self._report(position, f"unknown format string ID {index:#014x}: skipped its {size} dword(s)")
-        elif isinstance(found, str):
-            self._report(position, f"{found}: skipped its {size} dword(s)")
+        if found is None or isinstance(found, str):
+            count = self._repeats(position, size)
+            self._skip(position, index, count, size, found or f"unknown format string ID {index:#014x}")
+            return position + count * size
         else:
             decoded, problem = found.fit(size, "entry")
             if problem is not None:
@@ -825,6 +827,38 @@ class _Walk:
             if isinstance(found, DecodableFormat) and found.dwords == size and position + size <= self.end:
                 return position
         return bound
+
+    def _repeats(self, position: int, size: int) -> int:
+        """How many entries from `position` on, `size` dwords apart, have the header at `position` (at
+        least 1): a run of one unknown ID is skipped at once, not entry by entry."""
+        count, stride = 1, 64
+        while True:
+            start = position + count * size
+            stop = min(self.end - size + 1, start + stride * size)
+            if stop <= start:
+                return count
+            low = self.words[start:stop:size]
+            high = self.words[start + 1 : stop + 1 : size]
+            differ = np.flatnonzero((low != self.words[position]) | (high != self.words[position + 1]))
+            if differ.size:
+                return count + int(differ[0])
+            count += low.size
+            stride *= 2
+
+    def _skip(self, position: int, index: int, count: int, size: int, why: str) -> None:
+        """`count` entries whose ID has no decodable format: counted per ID, reported once."""
+        skipped = self._skipped.setdefault((index, why), [position, 0, 0])
+        skipped[1] += count
+        skipped[2] += count * size
+
+    def _report_skipped(self) -> None:
+        """One issue per ID skipped: its reason, how many entries and dwords, at its first entry."""
+        for (_, why), (first, count, dwords) in self._skipped.items():
+            if count == 1:
+                self._report(first, f"{why}: skipped its {dwords} dword(s)")
+            else:
+                self._report(first, f"{why}: skipped {count} entries ({dwords} dwords), the first here")
+        self.issues.sort(key=lambda issue: -1 if issue.offset is None else issue.offset)
 
     def _stop(self, position: int, message: str) -> int:
         self._report(position, f"{message}; decoding stopped, {self.end - position} dword(s) not decoded")
