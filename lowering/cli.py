@@ -66,14 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--buffer-size",
-        type=_integer(16, MAX_BUFFER_BYTES),
+        type=_integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS),
         default=DEFAULT_PRINTF_BUFFER_BYTES,
         metavar="BYTES",
-        help=f"whole printf buffer, header included (default: {DEFAULT_PRINTF_BUFFER_BYTES})",
+        help=f"whole printf buffer, header included, in bytes or KiB/MiB/GiB "
+        f"(default: {DEFAULT_PRINTF_BUFFER_BYTES})",
     )
     run.add_argument(
         "--abort-buffer-size",
-        type=_integer(16, MAX_BUFFER_BYTES),
+        type=_integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS),
         default=DEFAULT_ABORT_BUFFER_BYTES,
         metavar="BYTES",
         help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
@@ -108,12 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _integer(least: int, most: int) -> Callable[[str], int]:
-    """A parser of integers (decimal, or 0x/0o/0b) from `least` to `most`, naming the range it takes."""
+_BYTE_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def _integer(least: int, most: int, units: dict[str, int] | None = None) -> Callable[[str], int]:
+    """A parser of integers (decimal, or 0x/0o/0b), with one of `units` after them when given, from
+    `least` to `most`; its errors name the range it takes."""
 
     def parse(text: str) -> int:
+        number, scale = text, 1
+        for unit, size in (units or {}).items():
+            if text.endswith(unit):
+                number, scale = text[: -len(unit)], size
         try:
-            value = int(text, 0)
+            value = int(number, 0) * scale
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if not least <= value <= most:

@@ -26,7 +26,7 @@ import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
 from .codegen import host_target_machine, optimize
-from .device_worker import Job, run_worker, serve
+from .device_worker import Image, Job, run_worker, serve
 
 if TYPE_CHECKING:
     from .harness import DeviceRun, Launch
@@ -51,7 +51,7 @@ class CpuDevice:
     name = "cpu"
     target = "cpu"
 
-    def run(self, launch: Launch, images: Sequence[bytes]) -> DeviceRun:
+    def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:
         job = {
             "ir": launch.ir,
             "entry": launch.entry.ir_name,

@@ -47,9 +47,11 @@ LOST = "lost"
 LOST_STATUS = 1
 
 _LOG_TAIL_BYTES = 4000
+_COPY_BYTES = 1 << 20  # images are copied into shared memory by pieces of this size, zero pieces skipped
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 
 Job = dict[str, Any]
+Image = bytes | bytearray | memoryview | mmap.mmap  # a buffer's bytes, as the harness gives them
 
 
 def whole_pages(size: int) -> int:
@@ -60,7 +62,7 @@ def whole_pages(size: int) -> int:
 # The harness side.
 
 
-def run_worker(device: str, module: str, job: Job, images: Sequence[bytes], timeout: float) -> DeviceRun:
+def run_worker(device: str, module: str, job: Job, images: Sequence[Image], timeout: float) -> DeviceRun:
     """Run the worker `python -m module` on `job`, with the buffers initialised from `images`; wait for it
     at most `timeout` seconds; the images as it left them and how it ended.
 
@@ -76,28 +78,40 @@ def run_worker(device: str, module: str, job: Job, images: Sequence[bytes], time
 
 
 class _SharedImages:
-    """The images in a mapped memfd, each from a page boundary; closed on exit."""
+    """The images in a mapped memfd, each from a page boundary.
 
-    def __init__(self, images: Sequence[bytes]) -> None:
+    Only the pages of an image that are not all zero are copied (the memfd starts zeroed), and the
+    images come back as views of the mapping, not copies: a buffer of a gigabyte is in memory once. The
+    mapping stays open while a view of it is alive; the memfd's descriptor is closed on exit."""
+
+    def __init__(self, images: Sequence[Image]) -> None:
         self.regions: list[tuple[int, int]] = []
         size = 0
         for image in images:
             self.regions.append((size, len(image)))
             size += whole_pages(len(image))
         self.fd = os.memfd_create("dprintf-buffers")
-        os.ftruncate(self.fd, size)
-        self.view = mmap.mmap(self.fd, size)
+        try:
+            os.ftruncate(self.fd, size)
+            self.view = mmap.mmap(self.fd, size)
+        except OSError as failure:
+            os.close(self.fd)
+            raise MemoryError(f"cannot map {size} bytes of buffers: {failure.strerror}") from None
         for (offset, length), image in zip(self.regions, images, strict=True):
-            self.view[offset : offset + length] = image
+            source = memoryview(image)
+            for start in range(0, length, _COPY_BYTES):
+                piece = source[start : start + _COPY_BYTES]
+                if bytes(piece).strip(b"\0"):
+                    self.view[offset + start : offset + start + len(piece)] = piece
 
-    def images(self) -> tuple[bytes, ...]:
-        return tuple(bytes(self.view[offset : offset + length]) for offset, length in self.regions)
+    def images(self) -> tuple[memoryview, ...]:
+        whole = memoryview(self.view)
+        return tuple(whole[offset : offset + length] for offset, length in self.regions)
 
     def __enter__(self) -> _SharedImages:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.view.close()
         os.close(self.fd)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import mmap
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.table import FormatTable
 
 from .cli import DEFAULT_ABORT_BUFFER_BYTES, DEFAULT_PRINTF_BUFFER_BYTES, DEFAULT_RUN_TIMEOUT_SECONDS
+from .device_worker import Image
 from .lowering_pass import LoweredModule, Source, lower_sources
 from .targets import Target
 
@@ -115,7 +117,7 @@ class DeviceStatus:
 class DeviceRun:
     """The images (printf, abort) as the device left them, guards included, and how it stopped."""
 
-    images: tuple[bytes, bytes]
+    images: tuple[Image, Image]
     status: DeviceStatus
 
 
@@ -129,7 +131,7 @@ class Device(Protocol):
     name: str
     target: str
 
-    def run(self, launch: Launch, images: Sequence[bytes]) -> DeviceRun: ...
+    def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun: ...
 
 
 DEVICE_MODULES = {"cpu": "lowering.cpu_device", "nvptx": "lowering.nvptx_device"}
@@ -157,10 +159,10 @@ class RunResult:
     status: DeviceStatus
     printf: PrintfDecoding
     abort: AbortDecoding
-    printf_buffer: bytes
-    abort_buffer: bytes
-    printf_guard: bytes
-    abort_guard: bytes
+    printf_buffer: Image
+    abort_buffer: Image
+    printf_guard: Image
+    abort_guard: Image
 
     @property
     def device_lost(self) -> bool:
@@ -293,10 +295,13 @@ def find_entry(ir: str, name: str, target: Target) -> EntryPoint:
     return EntryPoint(name, signatures[signature])
 
 
-def initial_image(size: int, name: str) -> bytes:
+def initial_image(size: int, name: str) -> mmap.mmap:
     """A buffer of `size` bytes (whole dwords of it) as the driver sets it up, then the guard: `bufferOffset`
     0, `reserved0` the capacity in dwords after the header (the targets run here have no descriptor range,
-    so the code checks it), `reserved1` 0."""
+    so the code checks it), `reserved1` 0.
+
+    The image is anonymous memory: its zeros take no memory until a device writes them, so a buffer of a
+    gigabyte costs the harness its header and guard, not a copy."""
     if size < HEADER_BYTES:
         raise DeviceError(f"the {name} buffer needs at least {HEADER_BYTES} bytes for its header, not {size}")
     capacity = (size - HEADER_BYTES) // 4
@@ -305,7 +310,14 @@ def initial_image(size: int, name: str) -> bytes:
             f"the {name} buffer is {size} bytes, more than the {HEADER_BYTES + 4 * OFFSET_CLAMP_DWORDS} "
             "that the 2 GiB offset clamp lets the code use"
         )
-    return bytes(build_buffer((), capacity)) + bytes([GUARD_FILL]) * GUARD_BYTES
+    used = HEADER_BYTES + 4 * capacity
+    try:
+        image = mmap.mmap(-1, used + GUARD_BYTES)
+    except OSError as failure:
+        raise DeviceError(f"cannot allocate the {size}-byte {name} buffer: {failure.strerror}") from None
+    image[:HEADER_BYTES] = bytes(build_buffer((), 0, reserved0=capacity))
+    image[used:] = bytes([GUARD_FILL]) * GUARD_BYTES
+    return image
 
 
 def _result(device: str, ran: DeviceRun, table: FormatTable) -> RunResult:

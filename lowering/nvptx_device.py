@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .codegen import optimize, target_machine
-from .device_worker import Job, run_worker, serve, whole_pages
+from .device_worker import Image, Job, run_worker, serve, whole_pages
 from .diagnostics import LoweringError
 from .harness import DeviceError, DeviceRun, EntryPoint, Launch
 from .ir_module import parse_source, verify
@@ -72,7 +72,7 @@ class NvptxDevice:
     name = "nvptx"
     target = TARGET.name
 
-    def run(self, launch: Launch, images: Sequence[bytes]) -> DeviceRun:
+    def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:
         if launch.invocations > MAX_INVOCATIONS:
             raise DeviceError(
                 f"the nvptx device runs at most {MAX_INVOCATIONS} invocations, not {launch.invocations}"

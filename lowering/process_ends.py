@@ -69,9 +69,9 @@ def run_main(command: Callable[[], int]) -> int:
             _drop_stdout()
             _error("interrupted")
             return 128 + signal.SIGINT
-        except MemoryError:
+        except MemoryError as failure:
             _drop_stdout()
-            _error("out of memory: the data does not fit this process's memory")
+            _error(f"out of memory: {failure or 'the data does not fit the memory this process may use'}")
             return EXIT_BAD_INPUT
         except DprintfError as failure:
             _error(str(failure))
