@@ -179,7 +179,7 @@ def test_a_hung_device_is_stopped_at_the_timeout(capsys, tmp_path):
         (["--entry", "nope"], 1, "error: the module has no entry function @nope\n"),
         (["--buffer-size", "8"], 2, "argument --buffer-size: '8' is not from 16 to 2147483664"),
         (["--buffer-size", "3GiB"], 2, "argument --buffer-size: '3GiB' is not from 16 to 2147483664"),
-        (["--buffer-size", "1 GiB"], 2, "argument --buffer-size: '1 GiB' is not an integer"),
+        (["--buffer-size", "1GB"], 2, "argument --buffer-size: '1GB' is not an integer"),
         (["--abort-buffer-size", str(1 << 40)], 2, f"'{1 << 40}' is not from 16 to 2147483664"),
         (
             ["--timeout", "0"],
