@@ -68,6 +68,7 @@ class RenderPool:
         if start_method == "forkserver":
             context.set_forkserver_preload(PRELOADED_MODULES)
         self.processes = processes
+        self._directories: set[str] = set()
         remove_orphaned_directories()
         self._executor = ProcessPoolExecutor(processes, mp_context=context, initializer=become_helper)
         for answer in [self._executor.submit(abs, number) for number in range(processes)]:
@@ -80,6 +81,7 @@ class RenderPool:
         slow reader of the output holds a bounded amount of rendered text, in memory or in files.
         """
         directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", dir=_shared_directory())
+        self._directories.add(directory)
         window: deque[Future] = deque()
         try:
             for number, piece in enumerate(pieces):
@@ -93,6 +95,8 @@ class RenderPool:
             for future in window:
                 future.cancel()
             shutil.rmtree(directory, ignore_errors=True)
+            if not os.path.exists(directory):
+                self._directories.discard(directory)
 
     def close(self) -> None:
         """Stop the workers once the pieces they are rendering are done; the others are dropped."""
@@ -105,6 +109,11 @@ class RenderPool:
         for process in processes:
             with contextlib.suppress(OSError, ValueError):
                 process.kill()
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError, AssertionError):
+                process.join(1.0)
+        for directory in self._directories:  # a worker killed while writing may have left a piece
+            shutil.rmtree(directory, ignore_errors=True)
 
     def _submit(self, task: _Task) -> Future:
         try:
