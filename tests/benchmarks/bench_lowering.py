@@ -8,16 +8,25 @@ would grow quadratically). Measures `lower_sources` for the cpu target (wall and
 of `--repeat`), then, in the same process, LLVM's -O2 module pipeline plus `emit_object` of the lowered
 module on the host target machine. Prints both, their ratio, and how lowering time grows with N
 (linear when the growth ratio is close to the ratio of the sizes). Ratios use CPU time, which other
-work on a shared machine disturbs less than wall time. Run by hand:
+work on a shared machine disturbs less than wall time.
+
+Then the whole `dprintf compile` command, as a user runs it, for both targets, on modules whose calls
+are all in one function (`--compile-calls`, best of `--compile-repeat` wall times each): the time per
+target, amdpal's against cpu's, and how each grows. Run by hand:
 
     python3 tests/benchmarks/bench_lowering.py [--calls 1000 10000] [--repeat 3] [--functions 10]
+        [--compile-calls 1000 5000 10000] [--compile-repeat 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import llvmlite.binding as llvm
 
@@ -89,6 +98,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--functions", type=int, default=FUNCTIONS)
+    parser.add_argument("--compile-calls", type=int, nargs="*", default=[1000, 5000, 10000])
+    parser.add_argument("--compile-repeat", type=int, default=1)
     args = parser.parse_args()
 
     lower_sources([Source("warm-up.ll", generate(10))])
@@ -108,6 +119,45 @@ def main() -> None:
     for (small, small_cpu), (large, large_cpu) in zip(timings, timings[1:], strict=False):
         growth = large_cpu / small_cpu
         print(f"growth {small} -> {large} calls: cpu time x{growth:.1f} for size x{large / small:.0f}")
+    if args.compile_calls:
+        compile_command(args.compile_calls, args.compile_repeat)
+
+
+def compile_command(sizes: list[int], repeat: int) -> None:
+    """Wall time of the `dprintf compile` process for each target and size, all calls in one function."""
+    print(f"\n{'calls':>7} {'compile cpu s':>14} {'compile amdpal s':>17} {'amdpal/cpu':>11}")
+    timings = []
+    with tempfile.TemporaryDirectory() as directory:
+        for calls in sizes:
+            module = Path(directory) / f"one_function_{calls}.ll"
+            module.write_text(generate(calls, functions=1))
+            seconds = {
+                target: best(lambda t=target, m=module: _compile(m, t), repeat)[0]
+                for target in ("cpu", "amdpal")
+            }
+            timings.append((calls, seconds))
+            print(
+                f"{calls:>7} {seconds['cpu']:>14.2f} {seconds['amdpal']:>17.2f} {seconds['amdpal'] / seconds['cpu']:>11.2f}"
+            )
+    for (small, before), (large, after) in zip(timings, timings[1:], strict=False):
+        growth = ", ".join(f"{target} x{after[target] / before[target]:.1f}" for target in ("cpu", "amdpal"))
+        print(f"compile growth {small} -> {large} calls (size x{large / small:.0f}): {growth}")
+
+
+def _compile(module: Path, target: str) -> None:
+    output = module.with_suffix(f".{target}.o")
+    command = [
+        sys.executable,
+        "-m",
+        "lowering.cli",
+        "compile",
+        str(module),
+        "--target",
+        target,
+        "-o",
+        str(output),
+    ]
+    subprocess.run(command, check=True)
 
 
 if __name__ == "__main__":
