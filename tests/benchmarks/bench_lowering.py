@@ -136,9 +136,8 @@ def compile_command(sizes: list[int], repeat: int) -> None:
                 for target in ("cpu", "amdpal")
             }
             timings.append((calls, seconds))
-            print(
-                f"{calls:>7} {seconds['cpu']:>14.2f} {seconds['amdpal']:>17.2f} {seconds['amdpal'] / seconds['cpu']:>11.2f}"
-            )
+            ratio = seconds["amdpal"] / seconds["cpu"]
+            print(f"{calls:>7} {seconds['cpu']:>14.2f} {seconds['amdpal']:>17.2f} {ratio:>11.2f}")
     for (small, before), (large, after) in zip(timings, timings[1:], strict=False):
         growth = ", ".join(f"{target} x{after[target] / before[target]:.1f}" for target in ("cpu", "amdpal"))
         print(f"compile growth {small} -> {large} calls (size x{large / small:.0f}): {growth}")
