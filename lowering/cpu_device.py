@@ -19,11 +19,12 @@ import mmap
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 
 from .codegen import host_target_machine, optimize
 from .device_worker import Image, Job, run_worker, serve
@@ -103,7 +104,9 @@ class _JitRun:
             worker.join()
 
 
-def _compile(ir: str, entry: str, takes_abort_buffer: bool) -> tuple[llvm.ExecutionEngine, _RangeFunction]:
+def _compile(
+    ir: str, entry: str, takes_abort_buffer: bool
+) -> tuple[llvm.ExecutionEngine, Callable[..., None]]:
     """MCJIT the lowered module, with the driver appended, at -O2; the engine and its range function."""
     module = llvm.parse_assembly(ir + _range_driver(entry, takes_abort_buffer))
     module.verify()
@@ -158,7 +161,7 @@ def _check_resolved(objects: list[bytes]) -> None:
 
 def _undefined_symbols(image: bytes) -> set[str]:
     symbols = ELFFile(io.BytesIO(image)).get_section_by_name(".symtab")
-    if symbols is None:
+    if not isinstance(symbols, SymbolTableSection):
         return set()
     return {
         symbol.name for symbol in symbols.iter_symbols() if symbol.name and symbol["st_shndx"] == "SHN_UNDEF"

@@ -104,9 +104,11 @@ class _SharedImages:
                 if bytes(piece).strip(b"\0"):
                     self.view[offset + start : offset + start + len(piece)] = piece
 
-    def images(self) -> tuple[memoryview, ...]:
+    def images(self) -> tuple[Image, Image]:
+        """The printf and abort images, as views of the mapping."""
         whole = memoryview(self.view)
-        return tuple(whole[offset : offset + length] for offset, length in self.regions)
+        printf, abort = (whole[offset : offset + length] for offset, length in self.regions)
+        return printf, abort
 
     def __enter__(self) -> _SharedImages:
         return self

@@ -30,7 +30,7 @@ from metadata.table import FormatEntry, FormatTable, unpack_document
 
 from .codegen import module_layout, target_machine
 from .diagnostics import Diagnostic, LoweringError
-from .helper_ir import ABORT, PRINTF, Helper, classify, helper_definition
+from .helper_ir import ABORT, PRINTF, Argument, Helper, classify, helper_definition
 from .ir_module import (
     GlobalDefinition,
     ModuleText,
@@ -327,8 +327,9 @@ class _Lowering:
             if reasons:
                 return None
             name = f"{self._helper_prefix}{call.kind}.{len(self.helpers)}"
+            classified = tuple(argument for argument in arguments if isinstance(argument, Argument))
             helper = self.helpers[key] = Helper(
-                name, call.kind, buffer_type, tuple(arguments), aggregated, outlined
+                name, call.kind, buffer_type, classified, aggregated, outlined
             )
         return helper
 
@@ -550,8 +551,8 @@ def _with_pal_table(text: str, table: FormatTable) -> str:
                 merged.add(entry)
             document = {**existing, **document}
         text = text[: named.start()] + text[named.end() :]
-    node = max((int(number) for number in _METADATA_ID.findall(text)), default=-1) + 1
-    return text + "\n" + pal_metadata_ir(merged.encode(document), node=node)
+    first_free = max((int(number) for number in _METADATA_ID.findall(text)), default=-1) + 1
+    return text + "\n" + pal_metadata_ir(merged.encode(document), node=first_free)
 
 
 def _signed64(value: int) -> int:

@@ -152,10 +152,13 @@ def _flush_stdout() -> None:
 
 def _drop_stdout() -> None:
     """Point the real stdout at /dev/null, so that what is still buffered for it goes nowhere, at once."""
-    if sys.stdout is None or sys.stdout is not sys.__stdout__:
+    stream = sys.stdout
+    if stream is not sys.__stdout__:
+        return  # captured (a test, a caller's redirection): not ours to point elsewhere
+    if stream is None:
         return
     null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, sys.stdout.fileno())
+    os.dup2(null, stream.fileno())
     os.close(null)
 
 

@@ -28,8 +28,8 @@ from .layout import (
 from .table import FormatEntry
 
 Call = tuple[FormatEntry, Sequence[Any]]
-_FLOAT_TYPES = {32: np.dtype("<f4"), 64: np.dtype("<f8")}
-_BITS_TYPES = {32: np.dtype("<u4"), 64: np.dtype("<u8")}
+_FLOAT_TYPES: dict[int, np.dtype] = {32: np.dtype("<f4"), 64: np.dtype("<f8")}
+_BITS_TYPES: dict[int, np.dtype] = {32: np.dtype("<u4"), 64: np.dtype("<u8")}
 
 
 def pack_arguments(layout: Layout, values: Sequence[Any]) -> bytes:
@@ -44,11 +44,10 @@ def _pack(arg: ArgType, value: Any) -> bytes:
     if len(components) != arg.components:
         raise ValueError(f"{len(components)} component(s) for a {arg.token} argument")
     if arg.kind == FLOAT:
-        return b"".join(np.array(component, _FLOAT_TYPES[arg.bits]).tobytes() for component in components)
+        return np.array(components, dtype=_FLOAT_TYPES[arg.bits]).tobytes()
     mask = (1 << arg.bits) - 1
-    return b"".join(
-        np.array(int(component) & mask, _BITS_TYPES[arg.bits]).tobytes() for component in components
-    )
+    masked = [int(component) & mask for component in components]
+    return np.array(masked, dtype=_BITS_TYPES[arg.bits]).tobytes()
 
 
 def printf_entry(entry: FormatEntry, values: Sequence[Any]) -> bytes:

@@ -16,6 +16,7 @@ import math
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy
 
@@ -34,8 +35,9 @@ MAX_DECIMAL_EXPONENT = 308  # 10.0**308 is the largest power of ten below the la
 def format_value(conversion: Conversion, value: int | float | Sequence) -> str:
     """One conversion of `value` (a sequence of components for a vector conversion)."""
     if conversion.vector:
-        return VECTOR_SEPARATOR.join(_format_scalar(conversion, component) for component in value)
-    return _format_scalar(conversion, value)
+        components = cast(Sequence, value)
+        return VECTOR_SEPARATOR.join(_format_scalar(conversion, component) for component in components)
+    return _format_scalar(conversion, cast(int | float, value))
 
 
 def format_values(fmt: FormatString, values: Sequence) -> str:
@@ -201,7 +203,7 @@ def _round_half_even(number: int, shift: int) -> int:
     return quotient
 
 
-_FORMATTERS: dict[str, Callable[[Conversion, int | float], str]] = {
+_FORMATTERS: dict[str, Callable[[Conversion, Any], str]] = {
     "d": _format_signed,
     "i": _format_signed,
     "u": _format_unsigned,
@@ -558,7 +560,7 @@ def _lines(cells: numpy.ndarray) -> list[str]:
 
 def _decode(data: numpy.ndarray | bytes) -> str:
     """UTF-8 cells as text; lone surrogates (in format strings) pass."""
-    return str(data, "utf-8", "surrogatepass")
+    return bytes(data).decode("utf-8", "surrogatepass")
 
 
 def _literal(text: bytes, keep: numpy.ndarray | bool = True) -> Segment:

@@ -235,10 +235,12 @@ class _Rewrite:
 
     def replace_note(self, note: MetadataNote, record: bytes) -> None:
         """Replace the record of `note` inside its section with `record`; the section's other notes stay."""
-        section = self.sections[note.section_index]
-        start = note.offset - section["sh_offset"]
-        data = self._data(note.section_index)
-        self._place(note.section_index, data[:start] + record + data[start + note.size :])
+        index = note.section_index
+        if index is None:
+            raise ElfError("the metadata note is in no section, so it cannot be rewritten")
+        start = note.offset - self.sections[index]["sh_offset"]
+        data = self._data(index)
+        self._place(index, data[:start] + record + data[start + note.size :])
 
     def add_section(self, name: str, section_type: int, data: bytes, alignment: int) -> None:
         """Append a section, adding its name to the section name string table."""

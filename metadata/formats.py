@@ -128,6 +128,7 @@ def parse_format(text: str) -> FormatString:
             break
         literal.append(text[position:percent])
         match = _CONVERSION.match(text, percent)
+        assert match is not None  # the pattern matches any text after a `%`: every part is optional
         piece = _conversion(text, percent, match)
         position = match.end()
         if piece is None:

@@ -14,7 +14,7 @@ that did not fit are counted in `dropped_dwords`, everything else becomes an `Is
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -122,7 +122,7 @@ def read_region(data: Any, capacity: int | None, what: str) -> BufferRegion:
         )
     if capacity is not None and capacity < 0:
         raise BufferDecodeError(f"{what} buffer capacity {capacity} is negative")
-    buffer_offset, reserved0, reserved1 = BUFFER_HEADER.unpack_from(raw)
+    buffer_offset, reserved0, reserved1 = BUFFER_HEADER.unpack_from(raw.data)
     words = raw[: raw.size // 4 * 4].view(DWORD)[HEADER_DWORDS:]
     if capacity is None:
         capacity = reserved0 or words.size
@@ -200,7 +200,7 @@ class FormatCatalog:
         self.formats: list[DecodableFormat] = []
         self._found: dict[int, DecodableFormat | str | None] = {}
         self.complete = isinstance(table, Iterable)
-        if self.complete:
+        if isinstance(table, Iterable):
             for item in table:
                 self.lookup(item if isinstance(item, int) else item.index)
 
@@ -247,7 +247,8 @@ def argument_columns(layout: Layout, matrix: np.ndarray) -> tuple[np.ndarray, ..
 
 
 def _column(arg: ArgType, matrix: np.ndarray, offset: int) -> np.ndarray:
-    shape, strides = (matrix.shape[0],), (matrix.strides[0],)
+    shape: tuple[int, ...] = (matrix.shape[0],)
+    strides: tuple[int, ...] = (matrix.strides[0],)
     if arg.vector:
         shape, strides = shape + (arg.vector,), strides + (arg.bits // 8,)
     dtype = _COLUMN_TYPES[arg.kind, arg.bits]
@@ -376,7 +377,7 @@ class PrintfDecoding:
 
     def text_chunks(
         self, chunk_entries: int | None = None, processes: int = 1, pool: RenderPool | None = None
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         """The output in pieces of at most `chunk_entries` entries, in buffer order.
 
         A run of at least TEXT_BLOCK_ENTRIES consecutive entries of one format is rendered in blocks,
@@ -391,14 +392,14 @@ class PrintfDecoding:
 
     def output_chunks(
         self, chunk_entries: int | None = None, processes: int = 1, pool: RenderPool | None = None
-    ) -> Iterator[bytes]:
+    ) -> Generator[bytes, None, None]:
         """`text_chunks` as the bytes C writes (UTF-8, a `%c` byte of 0x80 or above as itself), encoded
         where the text is rendered: what a driver writes to a file, with no work left to this process."""
         return self._rendered(OUTPUT_ENCODING, chunk_entries, processes, pool)
 
     def _rendered(
         self, encoding: Encoding | None, chunk_entries: int | None, processes: int, pool: RenderPool | None
-    ) -> Iterator[Any]:
+    ) -> Generator[Any, None, None]:
         """The pieces' text (`encoding` None) or bytes, rendered here, by `pool`, or by a pool of
         `processes` started for this call when the output is large."""
         if pool is None and processes > 1 and self.entry_groups.size >= PARALLEL_TEXT_ENTRIES:
@@ -446,7 +447,7 @@ class PrintfDecoding:
 
     def _chunks(
         self, chunk_entries: int, produce: Any, cursors: list[int], start: int = 0, stop: int | None = None
-    ) -> Iterator[tuple[int, int, dict[int, list]]]:
+    ) -> Iterator[tuple[int, int, dict[int, Any]]]:
         """For each chunk of the entries `start..stop`, `produce(group, first_row, stop_row)` of every
         group present in it; `cursors` holds each group's next row and is advanced."""
         stop = self.entry_groups.size if stop is None else stop

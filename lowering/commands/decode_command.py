@@ -8,7 +8,6 @@ exits with status 3. `--json` prints one JSON document instead (see `document`).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -46,9 +45,12 @@ def run(args: argparse.Namespace) -> int:
 
 def write_text(printf: PrintfDecoding) -> None:
     """The output to stdout, byte for byte what C's printf writes, rendered by every CPU when large."""
-    with contextlib.closing(printf.output_chunks(processes=os.cpu_count() or 1)) as chunks:
+    chunks = printf.output_chunks(processes=os.cpu_count() or 1)
+    try:
         for chunk in chunks:
             write_stdout(chunk)
+    finally:
+        chunks.close()  # now, not when collected: an interrupted render stops its workers at once
 
 
 def report_printf(printf: PrintfDecoding) -> None:
