@@ -7,15 +7,17 @@ import importlib
 import sys
 from collections.abc import Callable
 
+from .device import (
+    DEFAULT_ABORT_BUFFER_BYTES,
+    DEFAULT_PRINTF_BUFFER_BYTES,
+    DEFAULT_RUN_TIMEOUT_SECONDS,
+    MAX_INVOCATIONS,
+)
 from .process_ends import run_main
 
-DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
-DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)
-DEFAULT_RUN_TIMEOUT_SECONDS = 60.0
-# What each numeric option accepts: the contract's own limits (32-bit invocation IDs, the 2 GiB offset
+# What each numeric option accepts: the contract's own limits (MAX_INVOCATIONS, the 2 GiB offset
 # clamp of SPEC section 4 after a 16-byte header, a 32-bit `reserved0`), a thread count a process can
 # start, and a timeout that every wait of the standard library takes (milliseconds in a C int).
-MAX_INVOCATIONS = 1 << 32
 MAX_THREADS = 1024
 MAX_BUFFER_BYTES = 16 + 4 * (1 << 29)
 MAX_CAPACITY_DWORDS = (1 << 32) - 1

@@ -20,20 +20,19 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from .codegen import host_target_machine, optimize
-from .device_worker import Image, Job, run_worker, serve
-
-if TYPE_CHECKING:
-    from .harness import DeviceRun, Launch
+from .device import DeviceRun, Image, Launch
+from .device_worker import Job, run_worker, serve
+from .targets import get_target
 
 TRAP_GRACE_SECONDS = 0.05
 RANGE_FUNCTION = "dprintf.run_range"
+TARGET = get_target("cpu")
 TRAP_HANDLER = "dprintf.on_trap"
 TRAP_SIGNALS = (signal.SIGILL, signal.SIGTRAP)
 
@@ -50,7 +49,7 @@ class CpuDevice:
     """The host CPU as a device; `run` follows `harness.Device`."""
 
     name = "cpu"
-    target = "cpu"
+    target = TARGET.name
 
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:
         job = {
@@ -125,14 +124,15 @@ def _compile(
 
 def _range_driver(entry: str, takes_abort_buffer: bool) -> str:
     """IR for `RANGE_FUNCTION(printf, abort, begin, end, step)`: `entry` for begin, begin+step, ... < end."""
-    buffers = "ptr addrspace(7) %printf.buffer"
+    buffer = TARGET.buffer_type
+    buffers = f"{buffer} %printf.buffer"
     if takes_abort_buffer:
-        buffers += ", ptr addrspace(7) %abort.buffer"
+        buffers += f", {buffer} %abort.buffer"
     return f"""
 define void @{RANGE_FUNCTION}(ptr %printf, ptr %abort, i64 %begin, i64 %end, i64 %step) {{
 entry:
-  %printf.buffer = addrspacecast ptr %printf to ptr addrspace(7)
-  %abort.buffer = addrspacecast ptr %abort to ptr addrspace(7)
+  %printf.buffer = addrspacecast ptr %printf to {buffer}
+  %abort.buffer = addrspacecast ptr %abort to {buffer}
   %empty = icmp uge i64 %begin, %end
   br i1 %empty, label %done, label %loop
 loop:

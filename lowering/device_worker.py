@@ -16,8 +16,8 @@ invocations took>`, or `failed: <why>` when it cannot run the code, or `lost: <w
 lost while running it (the worker then exits with `LOST_STATUS`). Whatever else the process prints (the
 device's own output, LLVM's fatal errors, a traceback) goes to a log the harness reads back.
 
-The harness side (`run_worker`) imports the harness only when it runs: the worker imports this module
-and needs none of what the harness brings in (the decoders, numpy).
+The worker imports this module and the device types (`device`), none of what the harness brings in
+(the decoders, numpy).
 """
 
 from __future__ import annotations
@@ -33,12 +33,11 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from metadata.helper_process import become_helper
 
-if TYPE_CHECKING:
-    from .harness import DeviceRun, DeviceStatus
+from .device import DeviceError, DeviceRun, DeviceStatus, Image
 
 RUNNING = "running"
 COMPLETED = "completed"
@@ -51,7 +50,6 @@ _COPY_BYTES = 1 << 20  # images are copied into shared memory by pieces of this 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 
 Job = dict[str, Any]
-Image = bytes | bytearray | memoryview | mmap.mmap  # a buffer's bytes, as the harness gives them
 
 
 def whole_pages(size: int) -> int:
@@ -69,8 +67,6 @@ def run_worker(device: str, module: str, job: Job, images: Sequence[Image], time
     The job the worker reads has `memory_fd` (the shared file) and `regions` ((offset, size) of each
     image in it) added. DeviceError when the worker fails, or ends before it runs the code.
     """
-    from .harness import DeviceRun
-
     with _SharedImages(images) as shared:
         shared_job = {**job, "memory_fd": shared.fd, "regions": shared.regions}
         status = _supervise(device, module, shared_job, timeout)
@@ -119,8 +115,6 @@ class _SharedImages:
 
 def _supervise(device: str, module: str, job: Job, timeout: float) -> DeviceStatus:
     """Start the worker, give it the job, wait for it at most `timeout` seconds; say how it ended."""
-    from .harness import DeviceStatus
-
     with tempfile.TemporaryFile() as log:
         worker = subprocess.Popen(
             [sys.executable, "-m", module],
@@ -170,8 +164,6 @@ def _status(
 ) -> DeviceStatus:
     """How the worker ended, from its exit and the events it reported; its detail is why the device was
     lost when the worker says, else what it printed."""
-    from .harness import DeviceError, DeviceStatus
-
     if FAILED in reported:
         raise DeviceError(f"the {device} device cannot run the lowered code: {reported[FAILED]}")
     detail = reported.get(LOST, printed)

@@ -13,60 +13,37 @@ capacity, which the result reports.
 from __future__ import annotations
 
 import enum
-import importlib
 import mmap
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import llvmlite.binding as llvm
 
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_builder import build_buffer
-from metadata.errors import DprintfError
 from metadata.layout import HEADER_BYTES, OFFSET_CLAMP_DWORDS
 from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.table import FormatTable
 
-from .cli import DEFAULT_ABORT_BUFFER_BYTES, DEFAULT_PRINTF_BUFFER_BYTES, DEFAULT_RUN_TIMEOUT_SECONDS
-from .device_worker import Image
+from .device import (
+    DEFAULT_ABORT_BUFFER_BYTES,
+    DEFAULT_PRINTF_BUFFER_BYTES,
+    DEFAULT_RUN_TIMEOUT_SECONDS,
+    MAX_INVOCATIONS,
+    Device,
+    DeviceError,
+    DeviceRun,
+    DeviceStatus,
+    EntryPoint,
+    Image,
+    Launch,
+)
 from .lowering_pass import LoweredModule, Source, lower_sources
 from .targets import Target
 
 GUARD_BYTES = 256
 GUARD_FILL = 0xA5
-INPUT_ADDRESS_SPACE = 7
-MAX_INVOCATIONS = 1 << 32
-
-
-class DeviceError(DprintfError):
-    """A device that is not available, or that cannot run the code it was given."""
-
-
-@dataclass(frozen=True, slots=True)
-class EntryPoint:
-    """The entry function: its name and whether it takes the abort buffer between printf's and the ID."""
-
-    name: str
-    takes_abort_buffer: bool
-
-    @property
-    def ir_name(self) -> str:
-        """The function's name as IR spells it, quoted so that any name is valid."""
-        escaped = "".join(f"\\{ord(char):02X}" if char in '"\\' else char for char in self.name)
-        return f'@"{escaped}"'
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads."""
-
-    ir: str
-    entry: EntryPoint
-    invocations: int
-    threads: int
-    timeout: float
 
 
 class Ending(enum.Enum):
@@ -79,75 +56,30 @@ class Ending(enum.Enum):
     INTERRUPTED = "interrupted"
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceStatus:
-    """How the device stopped: every invocation returned (in `seconds`, when the device measures it), or it
-    was lost (a signal, an exit status, the timeout). `detail` is what the device printed, if anything."""
+def _cpu_device() -> Device:
+    from . import cpu_device
 
-    finished: bool
-    timed_out: bool = False
-    signal: int | None = None
-    exit_status: int | None = None
-    timeout: float | None = None
-    seconds: float | None = None
-    detail: str = ""
-    interruption: KeyboardInterrupt | None = None
-
-    @classmethod
-    def completed(cls, detail: str = "", seconds: float | None = None) -> DeviceStatus:
-        return cls(finished=True, seconds=seconds, detail=detail)
-
-    @classmethod
-    def lost(
-        cls, signal: int | None = None, exit_status: int | None = None, detail: str = ""
-    ) -> DeviceStatus:
-        return cls(finished=False, signal=signal, exit_status=exit_status, detail=detail)
-
-    @classmethod
-    def interrupted_by(cls, interruption: KeyboardInterrupt, detail: str = "") -> DeviceStatus:
-        """Stopped because the harness itself was interrupted (SIGINT, SIGTERM) while the device ran."""
-        return cls(finished=False, interruption=interruption, detail=detail)
-
-    @classmethod
-    def timed_out_after(cls, timeout: float, detail: str = "") -> DeviceStatus:
-        return cls(finished=False, timed_out=True, timeout=timeout, detail=detail)
+    return cpu_device.open_device()
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceRun:
-    """The images (printf, abort) as the device left them, guards included, and how it stopped."""
+def _nvptx_device() -> Device:
+    from . import nvptx_device
 
-    images: tuple[Image, Image]
-    status: DeviceStatus
+    return nvptx_device.open_device()
 
 
-class Device(Protocol):
-    """A place to run lowered code. `name` is how `--device` spells it; `target` is the lowering target of
-    the code it runs. `run` runs `launch` with the buffers initialised from `images` (printf, abort; the
-    entry receives their addresses), and returns the images as the code left them. It raises DeviceError
-    when it cannot run the code at all; a device lost while running is a `DeviceStatus`, not an error.
-    It never waits longer than `launch.timeout` seconds for the code."""
-
-    name: str
-    target: str
-
-    def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun: ...
-
-
-DEVICE_MODULES = {"cpu": "lowering.cpu_device", "nvptx": "lowering.nvptx_device"}
+# Each device's opener, imported when asked for: a cpu run does not import what the GPU needs.
+DEVICES: dict[str, Callable[[], Device]] = {"cpu": _cpu_device, "nvptx": _nvptx_device}
 
 
 def open_device(name: str) -> Device:
-    """The device called `name`: its module's `open_device()`; DeviceError when it is not available."""
-    if name not in DEVICE_MODULES:
-        raise DeviceError(f"unknown device {name!r} (expected one of: {', '.join(DEVICE_MODULES)})")
+    """The device called `name`, opened; DeviceError when it is not available."""
+    if name not in DEVICES:
+        raise DeviceError(f"unknown device {name!r} (expected one of: {', '.join(DEVICES)})")
     try:
-        module = importlib.import_module(DEVICE_MODULES[name])
-    except ModuleNotFoundError as failure:
-        if failure.name != DEVICE_MODULES[name]:
-            raise
+        return DEVICES[name]()
+    except ImportError:
         raise DeviceError(f"no {name} device is available: this installation has no support for it") from None
-    return module.open_device()
 
 
 @dataclass(frozen=True)
@@ -275,7 +207,7 @@ def run_lowered(
 
 def find_entry(ir: str, name: str, target: Target) -> EntryPoint:
     """The entry function `name` of lowered `ir`, checked against the two signatures of SPEC section 7."""
-    buffer = f"ptr addrspace({target.buffer_address_space or INPUT_ADDRESS_SPACE})"
+    buffer = target.buffer_type
     signatures = {
         f"void ({buffer}, i32)": False,
         f"void ({buffer}, {buffer}, i32)": True,

@@ -43,11 +43,10 @@ from .ir_module import (
     split_type,
     unquote_name,
 )
-from .targets import Target, get_target
+from .targets import INPUT_BUFFER_ADDRESS_SPACE, Target, get_target
 from .warp_aggregation import intrinsic_declarations, warp_aggregated_reserve_ir
 
 KINDS = (PRINTF, ABORT)
-INPUT_BUFFER_ADDRESS_SPACE = 7
 
 _NAME = r'@(?:"[^"]*"|[-\w$.]+)'
 # Lines are found by their leading newline rather than `^`, which lets the regex engine skip from one

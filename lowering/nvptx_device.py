@@ -29,16 +29,16 @@ from pathlib import Path
 import numpy as np
 
 from .codegen import optimize, target_machine
-from .device_worker import Image, Job, run_worker, serve, whole_pages
+from .device import DeviceError, DeviceRun, EntryPoint, Image, Launch
+from .device_worker import Job, run_worker, serve, whole_pages
 from .diagnostics import LoweringError
-from .harness import DeviceError, DeviceRun, EntryPoint, Launch
 from .ir_module import parse_source, verify
 from .isolation import isolated
 from .targets import Target, get_target
 
 KERNEL_NAME = "dprintf_kernel"
 BLOCK_THREADS = 256
-MAX_INVOCATIONS = (1 << 32) - 1
+KERNEL_MAX_INVOCATIONS = (1 << 32) - 1  # the kernel takes the count as a u32, one short of the IDs
 TARGET: Target = get_target("nvptx")
 
 _CUDA_HOST_REGISTER_MAPPED = 0x02
@@ -73,9 +73,10 @@ class NvptxDevice:
     target = TARGET.name
 
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:
-        if launch.invocations > MAX_INVOCATIONS:
+        if launch.invocations > KERNEL_MAX_INVOCATIONS:
             raise DeviceError(
-                f"the nvptx device runs at most {MAX_INVOCATIONS} invocations, not {launch.invocations}"
+                f"the nvptx device runs at most {KERNEL_MAX_INVOCATIONS} invocations, "
+                f"not {launch.invocations}"
             )
         job = {
             "ptx": kernel_ptx(launch.ir, launch.entry),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from metadata.errors import DprintfError
 
 OUTLINED_CALLS_THRESHOLD = 32
+INPUT_BUFFER_ADDRESS_SPACE = 7  # the AMDGPU buffer fat pointer: the buffers' address space in the input IR
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,11 @@ class Target:
     buffer_address_space: int | None = None
     aggregates_reservations: bool = False
     outlines_calls_above: int | None = None
+
+    @property
+    def buffer_type(self) -> str:
+        """The IR type of a buffer pointer in code lowered for this target."""
+        return f"ptr addrspace({self.buffer_address_space or INPUT_BUFFER_ADDRESS_SPACE})"
 
 
 TARGETS: dict[str, Target] = {

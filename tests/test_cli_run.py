@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import subprocess
@@ -200,7 +201,9 @@ def test_bad_options(capsys, argv, status, message):
 
 
 def test_a_device_that_is_not_available_is_an_error(capsys, monkeypatch):
-    monkeypatch.setitem(harness.DEVICE_MODULES, "nvptx", "lowering.no_such_device_module")
+    monkeypatch.setitem(
+        harness.DEVICES, "nvptx", lambda: importlib.import_module("lowering.no_such_device_module")
+    )
     status, out, err = dprintf(capsys, "run", sample("hello.ll"), "--device", "nvptx")
     assert (status, out) == (1, "")
     assert err == "error: no nvptx device is available: this installation has no support for it\n"

@@ -3,6 +3,7 @@ guards, overflow, ordering, concurrency, crashes and the timeout, and the device
 
 from __future__ import annotations
 
+import importlib
 import re
 import struct
 import time
@@ -229,7 +230,9 @@ def test_code_lowered_for_another_target_is_refused():
 
 
 def test_an_unavailable_device_is_an_error(monkeypatch):
-    monkeypatch.setitem(harness.DEVICE_MODULES, "nvptx", "lowering.no_such_device_module")
+    monkeypatch.setitem(
+        harness.DEVICES, "nvptx", lambda: importlib.import_module("lowering.no_such_device_module")
+    )
     with pytest.raises(DeviceError, match="^no nvptx device is available"):
         run_ir(id_program(), device="nvptx")
     with pytest.raises(DeviceError, match="^unknown device 'tpu'"):
