@@ -43,7 +43,7 @@ from .ir_module import (
     split_type,
     unquote_name,
 )
-from .targets import INPUT_BUFFER_ADDRESS_SPACE, Target, get_target
+from .targets import INPUT_BUFFER_ADDRESS_SPACE, Aggregation, Target, get_target
 from .warp_aggregation import intrinsic_declarations, warp_aggregated_reserve_ir
 
 KINDS = (PRINTF, ABORT)
@@ -83,8 +83,9 @@ class LoweredModule:
     target: Target
 
 
-def lower_sources(sources: Sequence[Source], target: str = "cpu") -> LoweredModule:
-    """Link `sources`, lower every printf and abort call for `target`; LoweringError for bad input."""
+def lower_sources(sources: Sequence[Source], target: str | Target = "cpu") -> LoweredModule:
+    """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
+    of one); LoweringError for bad input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
     return _Lowering(sources, get_target(target)).run()
@@ -301,8 +302,11 @@ class _Lowering:
     def _aggregates(self, call: _Call, buffer: str) -> bool:
         """Whether the call's lanes reserve together in the IR: a printf on a target that aggregates,
         unless its buffer is a parameter of an entry (see `warp_aggregation`)."""
-        if call.kind != PRINTF or not self.target.aggregates_reservations:
+        aggregation = self.target.aggregation
+        if call.kind != PRINTF or aggregation is Aggregation.NEVER:
             return False
+        if aggregation is Aggregation.ALWAYS:
+            return True
         return split_type(buffer)[1] not in self._entry_parameters.get(call.function, ())
 
     @functools.cached_property

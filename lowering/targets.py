@@ -6,9 +6,21 @@ in, whether the lowered code checks the capacity in `reserved0`, and where the f
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from metadata.errors import DprintfError
+
+
+class Aggregation(enum.Enum):
+    """Where a target aggregates printf reservations in the IR, a warp's lanes with one atomic add."""
+
+    NEVER = "never"
+    # Everywhere but a printf to an entry's own buffer parameter: the kernel inlines the entry, the
+    # parameter becomes the kernel's, and ptxas aggregates that atomic itself, at less cost.
+    OUTSIDE_ENTRIES = "outside entries"
+    ALWAYS = "always"
+
 
 OUTLINED_CALLS_THRESHOLD = 32
 INPUT_BUFFER_ADDRESS_SPACE = 7  # the AMDGPU buffer fat pointer: the buffers' address space in the input IR
@@ -22,13 +34,13 @@ class Target:
     AMDGPU buffer fat pointer of the input convention) everywhere in the module. `checks_capacity`
     makes each entry conditional on `old + size <= reserved0`; without it the buffer descriptor's range
     bounds the stores. `pal_metadata` puts the table into `!amdgpu.pal.metadata.msgpack`.
-    `aggregates_reservations` makes the lanes of a warp reserve their printf entries with one atomic
-    add between them where the GPU's own compiler cannot (`warp_aggregation`); aborts always reserve
-    per invocation. `outlines_calls_above`, when set, keeps the calls of a function with more printf and
-    abort calls than that as calls to `noinline` helpers: LLVM's AMDGPU backend takes time quadratic
-    in the size of one function (SI Fix SGPR copies, straight-line strength reduction, the load/store
-    vectorizer, the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs
-    the device little next to a debug printf's stores.
+    `aggregation` says where the lanes of a warp reserve their printf entries with one atomic add
+    between them in the IR (`warp_aggregation`); aborts always reserve per invocation.
+    `outlines_calls_above`, when set, keeps the calls of a function with more printf and abort calls
+    than that as calls to `noinline` helpers: LLVM's AMDGPU backend takes time quadratic in the size
+    of one function (SI Fix SGPR copies, straight-line strength reduction, the load/store vectorizer,
+    the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs the device
+    little next to a debug printf's stores.
     """
 
     name: str
@@ -37,7 +49,7 @@ class Target:
     checks_capacity: bool
     pal_metadata: bool
     buffer_address_space: int | None = None
-    aggregates_reservations: bool = False
+    aggregation: Aggregation = Aggregation.NEVER
     outlines_calls_above: int | None = None
 
     @property
@@ -65,7 +77,7 @@ TARGETS: dict[str, Target] = {
             checks_capacity=True,
             pal_metadata=False,
             buffer_address_space=1,
-            aggregates_reservations=True,
+            aggregation=Aggregation.OUTSIDE_ENTRIES,
         ),
     )
 }
@@ -75,7 +87,10 @@ class UnknownTargetError(DprintfError):
     """A target name that is not one of TARGETS."""
 
 
-def get_target(name: str) -> Target:
+def get_target(name: str | Target) -> Target:
+    """The target called `name` (a Target is its own answer: a variant a caller made)."""
+    if isinstance(name, Target):
+        return name
     try:
         return TARGETS[name]
     except KeyError:

@@ -43,16 +43,15 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from unittest import mock
 
 import cupy
 import numpy as np
 
-from lowering.harness import EntryPoint, find_entry
-from lowering.ir_module import ModuleText
+from lowering.device import EntryPoint
+from lowering.harness import find_entry
 from lowering.lowering_pass import LoweredModule, Source, lower_sources
 from lowering.nvptx_device import BLOCK_THREADS, CudaKernel, kernel_ptx
-from lowering.targets import TARGETS
+from lowering.targets import Aggregation, get_target
 from metadata.layout import HEADER_BYTES, entry_dwords, entry_header, parse_layout
 from metadata.printf_buffer import decode_printf_buffer
 from metadata.render_pool import RenderPool
@@ -218,20 +217,11 @@ def calls_ir(inline: bool) -> str:
 
 
 def lower(text: str, aggregate: bool | None = None) -> LoweredModule:
-    """Lowered for nvptx; `aggregate` None: as the pass does (in the IR where ptxas cannot aggregate);
-    False: never in the IR (a variant of the target, put in place of `nvptx` while this runs); True:
-    in the IR for every printf (no function taken for an entry)."""
-    variant = TARGETS["nvptx"]
-    if aggregate is False:
-        variant = dataclasses.replace(variant, aggregates_reservations=False)
-    entries = {} if aggregate else None
-    with (
-        mock.patch.dict(TARGETS, nvptx=variant),
-        mock.patch.object(ModuleText, "entry_parameters", return_value=entries, autospec=True)
-        if entries is not None
-        else contextlib.nullcontext(),
-    ):
-        return lower_sources([Source("bench.ll", text)], target="nvptx")
+    """Lowered for nvptx; `aggregate` None: as the target does (in the IR where ptxas cannot aggregate);
+    False: never in the IR; True: in the IR for every printf."""
+    policy = {None: Aggregation.OUTSIDE_ENTRIES, False: Aggregation.NEVER, True: Aggregation.ALWAYS}
+    target = dataclasses.replace(get_target("nvptx"), aggregation=policy[aggregate])
+    return lower_sources([Source("bench.ll", text)], target=target)
 
 
 # Measuring.
