@@ -11,7 +11,6 @@ import functools
 import os
 import sys
 import tempfile
-from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 
@@ -20,10 +19,8 @@ from metadata.errors import DprintfError
 
 from .ir_module import parse_source
 from .isolation import isolated
+from .lowered_module import LoweredModule
 from .targets import Target, get_target
-
-if TYPE_CHECKING:
-    from .lowering_pass import LoweredModule
 
 OPT_LEVEL = 2
 

@@ -39,7 +39,8 @@ from .device import (
     Image,
     Launch,
 )
-from .lowering_pass import LoweredModule, Source, lower_sources
+from .lowered_module import LoweredModule, Source
+from .lowering_pass import lower_sources
 from .targets import Target
 
 GUARD_BYTES = 256

@@ -43,6 +43,7 @@ from .ir_module import (
     split_type,
     unquote_name,
 )
+from .lowered_module import LoweredModule, Source
 from .targets import INPUT_BUFFER_ADDRESS_SPACE, Aggregation, Target, get_target
 from .warp_aggregation import intrinsic_declarations, warp_aggregated_reserve_ir
 
@@ -64,23 +65,6 @@ _GEP = re.compile(r"getelementptr (?:(?:inbounds|nuw|nusw|inrange\([^)]*\)) )*\(
 _BYTE_ARRAY = re.compile(r"\[(\d+) x i8\]\Z")
 _PAL_NAMED = re.compile(r"^!amdgpu\.pal\.metadata\.msgpack = !\{(.*)\}\n?", re.M)
 _METADATA_ID = re.compile(r"^!(\d+) = ", re.M)
-
-
-@dataclass(frozen=True)
-class Source:
-    """One input module: its file name for diagnostics (`<stdin>` for `-`) and its textual IR."""
-
-    name: str
-    text: str
-
-
-@dataclass(frozen=True)
-class LoweredModule:
-    """The lowered, verified IR (no `lgc.debug.*` calls left), the table of its calls, and its target."""
-
-    ir: str
-    table: FormatTable
-    target: Target
 
 
 def lower_sources(sources: Sequence[Source], target: str | Target = "cpu") -> LoweredModule:

@@ -10,7 +10,8 @@ import argparse
 from collections.abc import Sequence
 
 from ..diagnostics import LoweringError
-from ..lowering_pass import Source, lower_sources
+from ..lowered_module import Source
+from ..lowering_pass import lower_sources
 from . import EXIT_BAD_INPUT, EXIT_OK, InputError, error, read_text, write_output
 
 STDIN = "-"

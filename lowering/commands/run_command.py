@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from ..harness import Ending, RunResult, run_sources
-from ..lowering_pass import Source
+from ..lowered_module import Source
 from . import (
     EXIT_BAD_INPUT,
     EXIT_DEVICE_LOST,

@@ -1,0 +1,30 @@
+"""What the pass takes and gives: input modules and the lowered module with its table and target.
+
+Its own module so that code generation, the devices and the harness name the lowered module without
+importing the pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from metadata.table import FormatTable
+
+from .targets import Target
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input module: its file name for diagnostics (`<stdin>` for `-`) and its textual IR."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LoweredModule:
+    """The lowered, verified IR (no `lgc.debug.*` calls left), the table of its calls, and its target."""
+
+    ir: str
+    table: FormatTable
+    target: Target
