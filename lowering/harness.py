@@ -247,7 +247,7 @@ def initial_image(size: int, name: str) -> mmap.mmap:
     try:
         image = mmap.mmap(-1, used + GUARD_BYTES)
     except OSError as failure:
-        raise DeviceError(f"cannot allocate the {size}-byte {name} buffer: {failure.strerror}") from None
+        raise MemoryError(f"cannot allocate the {size}-byte {name} buffer: {failure.strerror}") from None
     image[:HEADER_BYTES] = bytes(build_buffer((), 0, reserved0=capacity))
     image[used:] = bytes([GUARD_FILL]) * GUARD_BYTES
     return image

@@ -1,0 +1,48 @@
+"""Code generation in a child process: the same object whichever way the child is started (forked from a
+process with one Python thread, a new interpreter from one with more), and LLVM's fatal errors as
+`CodegenError`s carrying LLVM's own message, never the death of the caller."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lowering.codegen import compile_object
+from lowering.isolation import CodegenError
+from lowering.lowering_pass import Source, lower_sources
+
+HELLO = (Path(__file__).resolve().parents[1] / "samples" / "hello.ll").read_text()
+SPIR_FUNC = "define spir_func void @f() {\n  ret void\n}\n"
+
+
+def with_threads(threads: int, action: Callable[[], object]) -> object:
+    """`action()` while `threads` Python threads run in this process."""
+    stop = threading.Event()
+    helpers = [threading.Thread(target=stop.wait) for _ in range(threads - 1)]
+    for helper in helpers:
+        helper.start()
+    try:
+        assert threading.active_count() >= threads
+        return action()
+    finally:
+        stop.set()
+        for helper in helpers:
+            helper.join()
+
+
+def test_the_object_is_the_same_from_a_fork_and_from_a_new_interpreter():
+    lowered = lower_sources([Source("hello.ll", HELLO)], target="amdpal")
+    forked = with_threads(1, lambda: compile_object(lowered))
+    from_interpreter = with_threads(2, lambda: compile_object(lowered))
+    assert isinstance(forked, bytes) and forked.startswith(b"\x7fELF")
+    assert from_interpreter == forked
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_fatal_error_inside_llvm_is_a_codegen_error(threads):
+    lowered = lower_sources([Source("spir.ll", SPIR_FUNC)], target="amdpal")
+    with pytest.raises(CodegenError, match="status 1: LLVM ERROR: unsupported calling convention$"):
+        with_threads(threads, lambda: compile_object(lowered))
