@@ -24,7 +24,15 @@ import numpy as np
 
 from .cformat import format_values
 from .errors import BufferDecodeError
-from .layout import ABORT_SIZE_DWORDS, ENTRY_HEADER_DWORDS, ID_MASK, MAX_ENTRY_DWORDS, abort_record_dwords
+from .layout import (
+    ABORT_SIZE_DWORDS,
+    ENTRY_HEADER_DWORDS,
+    MAX_ENTRY_DWORDS,
+    RECORD_ALIGNMENT_DWORDS,
+    abort_record_dwords,
+    record_dwords,
+    split_entry_header,
+)
 from .printf_buffer import (
     DecodableFormat,
     FormatCatalog,
@@ -36,17 +44,7 @@ from .printf_buffer import (
     row_values,
 )
 
-RECORD_ALIGNMENT_DWORDS = 2
 _SIZE = struct.Struct("<Q")
-_SIZE_MASK = 0xFFFF
-
-
-def record_dwords(entry_size: int) -> int:
-    """Dwords of a record whose entry has `entry_size` dwords: the size, the entry, padding to 8 bytes."""
-    dwords = ABORT_SIZE_DWORDS + entry_size
-    return dwords + dwords % RECORD_ALIGNMENT_DWORDS
-
-
 MIN_RECORD_DWORDS = record_dwords(ENTRY_HEADER_DWORDS)
 MAX_RECORD_DWORDS = record_dwords(MAX_ENTRY_DWORDS)
 
@@ -206,7 +204,7 @@ class _RecordWalk:
         payload_bytes, header = self._fields(position)
         if payload_bytes == 0 and header == 0:
             return self._resync(position)
-        size, index = header & _SIZE_MASK, header >> 16 & ID_MASK
+        size, index = split_entry_header(header)
         if size < ENTRY_HEADER_DWORDS:
             return self._stop(
                 position, f"corrupt record: entrySize {size} in entry header {header:#018x} is below 2"
@@ -281,8 +279,8 @@ class _RecordWalk:
             np.flatnonzero(area[::RECORD_ALIGNMENT_DWORDS]) * RECORD_ALIGNMENT_DWORDS + start
         ).tolist():
             payload_bytes, header = self._fields(position)
-            size = header & _SIZE_MASK
-            found = self.catalog.lookup(header >> 16 & ID_MASK)
+            size, index = split_entry_header(header)
+            found = self.catalog.lookup(index)
             if (
                 isinstance(found, DecodableFormat)
                 and size == found.dwords

@@ -24,6 +24,7 @@ from .layout import (
     Layout,
     entry_dwords,
     entry_header,
+    record_dwords,
 )
 from .table import FormatEntry
 
@@ -60,7 +61,7 @@ def abort_record(entry: FormatEntry, values: Sequence[Any]) -> bytes:
     """One abort record: the 8-byte payloadBytes, the entry, zero padding to 8 bytes."""
     payload = printf_entry(entry, values)
     record = struct.pack("<Q", len(payload)) + payload
-    return record + bytes(-len(record) % 8)
+    return record + bytes(4 * record_dwords(len(payload) // 4) - len(record))
 
 
 def build_buffer(

@@ -20,7 +20,9 @@ OFFSET_CLAMP_DWORDS = 1 << 29
 ID_BITS = 48
 ID_MASK = (1 << ID_BITS) - 1
 ENTRY_SIZE_BITS = 16
+ENTRY_SIZE_MASK = (1 << ENTRY_SIZE_BITS) - 1
 ABORT_SIZE_DWORDS = 2
+RECORD_ALIGNMENT_DWORDS = 2  # abort records start and end on 8-byte boundaries
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 
 INTEGER = "i"
@@ -97,6 +99,11 @@ def entry_header(format_id: int, dwords: int) -> int:
     return (format_id << ENTRY_SIZE_BITS) | dwords
 
 
+def split_entry_header(header: int) -> tuple[int, int]:
+    """(entrySize, formatStringId) of a 64-bit entry header: `entry_header` read back."""
+    return header & ENTRY_SIZE_MASK, header >> ENTRY_SIZE_BITS & ID_MASK
+
+
 def sixty_four_bit_mask(layout: Layout) -> list[int]:
     """The `.64bit_arguments` words: bit j%64 of word j/64 set when argument j is 64-bit."""
     words = [0] * ((len(layout) + 63) // 64)
@@ -107,6 +114,12 @@ def sixty_four_bit_mask(layout: Layout) -> list[int]:
 
 
 def abort_record_dwords(layout: Layout) -> int:
-    """Size of an abort record in dwords: the 8-byte size, the entry, padding to 8 bytes."""
-    dwords = ABORT_SIZE_DWORDS + entry_dwords(layout)
-    return dwords + (dwords & 1)
+    """Size of an abort record in dwords for arguments of `layout` (see `record_dwords`)."""
+    return record_dwords(entry_dwords(layout))
+
+
+def record_dwords(entry_size: int) -> int:
+    """Dwords of an abort record whose entry has `entry_size` dwords: the 8-byte payloadBytes, the
+    entry, zero padding to the next 8 bytes (SPEC section 5)."""
+    dwords = ABORT_SIZE_DWORDS + entry_size
+    return dwords + dwords % RECORD_ALIGNMENT_DWORDS

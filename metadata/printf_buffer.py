@@ -28,16 +28,17 @@ from .layout import (
     BUFFER_HEADER,
     ENTRY_HEADER_DWORDS,
     ENTRY_SIZE_BITS,
+    ENTRY_SIZE_MASK,
     FLOAT,
     HEADER_BYTES,
     HEADER_DWORDS,
-    ID_MASK,
     MAX_ENTRY_DWORDS,
     OFFSET_CLAMP_DWORDS,
     ArgType,
     Layout,
     entry_dwords,
     entry_header,
+    split_entry_header,
 )
 from .render_pool import Encoding, RenderPool, call_start_method
 from .table import FormatEntry
@@ -49,7 +50,6 @@ TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more
 PARALLEL_TEXT_ENTRIES = 1 << 20  # fewer entries are rendered in the calling process, whatever is asked
 OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above are lone surrogates in text
 TEXT_TRANSPORT = ("utf-8", "surrogatepass")  # any text, there and back, from a rendering process
-_SIZE_MASK = (1 << ENTRY_SIZE_BITS) - 1
 _LOW_DWORD = 0xFFFFFFFF
 _KEY_SHIFT = ENTRY_SIZE_BITS  # the ID's low 16 bits, the high half of a header's low dword, key formats
 _KEY_BITS = 32 - ENTRY_SIZE_BITS
@@ -670,7 +670,7 @@ class _Headers:
             other = (lows == self.lows[number]) & (highs == self.highs[number])
             numbers[other] = number
             hit |= other
-        ends = cand + (lows & _SIZE_MASK)  # the entry size, where `hit` holds
+        ends = cand + (lows & ENTRY_SIZE_MASK)  # the entry size, where `hit` holds
         if stop + MAX_ENTRY_DWORDS > self.end:
             hit &= ends <= self.end
         if hit.all():
@@ -763,7 +763,8 @@ class _Walk:
         """(raw header, entrySize, formatStringId) at `position`; a missing high dword reads as 0."""
         low = int(self.words[position])
         high = int(self.words[position + 1]) if position + 1 < self.end else 0
-        return high << 32 | low, low & _SIZE_MASK, (high << 16 | low >> 16) & ID_MASK
+        raw = high << 32 | low
+        return (raw, *split_entry_header(raw))
 
     def _step(self, position: int) -> int:
         """Decide the entry at `position` exactly, reporting what is wrong; the next position."""
