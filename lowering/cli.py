@@ -89,6 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"stop a device still running after this long (default: {DEFAULT_RUN_TIMEOUT_SECONDS:g})",
     )
+    run.add_argument(
+        "--buffer",
+        action="append",
+        default=[],
+        type=_data_buffer,
+        metavar="BYTES[:FILE]",
+        help="a data buffer of the entry, in parameter order: BYTES zeros, or FILE's bytes then zeros",
+    )
+    run.add_argument(
+        "--dump-buffers", metavar="DIR", help="write each data buffer to DIR/buffer<N>.bin after the run"
+    )
     run.add_argument("--json", action="store_true", help="print one JSON document instead of the output")
 
     decode = commands.add_parser("decode", help="decode raw buffer dumps")
@@ -132,6 +143,12 @@ def _integer(least: int, most: int, units: dict[str, int] | None = None) -> Call
         return value
 
     return parse
+
+
+def _data_buffer(text: str) -> tuple[int, str | None]:
+    """`BYTES[:FILE]`: a data buffer's size (bytes or KiB/MiB/GiB) and the file it starts from."""
+    size, _, path = text.partition(":")
+    return _integer(1, MAX_BUFFER_BYTES, _BYTE_UNITS)(size), path or None
 
 
 def _positive_seconds(text: str) -> float:

@@ -26,8 +26,9 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from .codegen import host_target_machine, optimize
-from .device import DeviceRun, Image, Launch
-from .device_worker import Job, run_worker, serve
+from .device import DeviceRun, EntryPoint, Image, Launch
+from .device_worker import Job, run_worker, runtime_globals_job, serve
+from .runtime_globals import define_declared_globals
 from .targets import get_target
 
 TRAP_GRACE_SECONDS = 0.05
@@ -37,7 +38,7 @@ TRAP_HANDLER = "dprintf.on_trap"
 TRAP_SIGNALS = (signal.SIGILL, signal.SIGTRAP)
 
 _RangeFunction = ctypes.CFUNCTYPE(
-    None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64
+    None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64
 )
 
 
@@ -54,8 +55,10 @@ class CpuDevice:
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:
         job = {
             "ir": launch.ir,
-            "entry": launch.entry.ir_name,
+            "entry": launch.entry.name,
             "takes_abort_buffer": launch.entry.takes_abort_buffer,
+            "data_buffers": launch.entry.data_buffers,
+            "globals": runtime_globals_job(launch),
             "invocations": launch.invocations,
             "threads": launch.threads,
         }
@@ -73,19 +76,24 @@ class _JitRun:
     """The worker's compiled code and the buffers' addresses; the engine lives as long as the run."""
 
     def __init__(self, job: Job, memory: mmap.mmap) -> None:
-        self.engine, self.run_range = _compile(job["ir"], job["entry"], job["takes_abort_buffer"])
+        entry = EntryPoint(job["entry"], job["takes_abort_buffer"], job["data_buffers"])
+        names = [item["name"] for item in job["globals"]]
+        self.engine, self.run_range = _compile(job["ir"], entry, names)
         self.invocations = job["invocations"]
         self.threads = min(job["threads"], self.invocations)
         if self.threads > 1:
             _install_trap_grace(self.engine)
         base = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-        self.printf, self.abort = (base + offset for offset, _ in job["regions"])
+        addresses = [base + offset for offset, _ in job["regions"]]
+        self.printf, self.abort, *data = addresses
+        self.data = (ctypes.c_void_p * max(1, len(data)))(*data)
+        _set_globals(self.engine, job["globals"], addresses)
 
     def execute(self) -> float:
         """Run every invocation, thread t of T invocations t, t+T, ...; the seconds they took."""
         started = time.perf_counter()
         if self.threads == 1:
-            self.run_range(self.printf, self.abort, 0, self.invocations, 1)
+            self.run_range(self.printf, self.abort, self.data, 0, self.invocations, 1)
         else:
             self._run_on_threads()
         return time.perf_counter() - started
@@ -93,7 +101,8 @@ class _JitRun:
     def _run_on_threads(self) -> None:
         workers = [
             threading.Thread(
-                target=self.run_range, args=(self.printf, self.abort, first, self.invocations, self.threads)
+                target=self.run_range,
+                args=(self.printf, self.abort, self.data, first, self.invocations, self.threads),
             )
             for first in range(self.threads)
         ]
@@ -104,15 +113,17 @@ class _JitRun:
 
 
 def _compile(
-    ir: str, entry: str, takes_abort_buffer: bool
+    ir: str, entry: EntryPoint, runtime_globals: Sequence[str]
 ) -> tuple[llvm.ExecutionEngine, Callable[..., None]]:
-    """MCJIT the lowered module, with the driver appended, at -O2; the engine and its range function."""
-    module = llvm.parse_assembly(ir + _range_driver(entry, takes_abort_buffer))
+    """MCJIT the lowered module, with the driver appended and the runtime globals it only declares
+    defined, at -O2; the engine and its range function."""
+    module = llvm.parse_assembly(ir + _range_driver(entry))
     module.verify()
     machine = host_target_machine()
     if not module.triple:
         module.triple = machine.triple
         module.data_layout = str(machine.target_data)
+    define_declared_globals(module, runtime_globals)
     optimize(module, machine)
     engine = llvm.create_mcjit_compiler(module, machine)
     objects: list[bytes] = []
@@ -122,23 +133,44 @@ def _compile(
     return engine, _RangeFunction(engine.get_function_address(RANGE_FUNCTION))
 
 
-def _range_driver(entry: str, takes_abort_buffer: bool) -> str:
-    """IR for `RANGE_FUNCTION(printf, abort, begin, end, step)`: `entry` for begin, begin+step, ... < end."""
+def _set_globals(engine: llvm.ExecutionEngine, runtime_globals: list[dict], addresses: list[int]) -> None:
+    """Write each runtime global the module has: an image's address, or its bytes."""
+    for item in runtime_globals:
+        address = engine.get_global_value_address(item["name"])
+        if not address:
+            continue
+        if item["image"] is not None:
+            ctypes.c_void_p.from_address(address).value = addresses[item["image"]]
+        else:
+            value = bytes.fromhex(item["value"])
+            ctypes.memmove(address, value, len(value))
+
+
+def _range_driver(entry: EntryPoint) -> str:
+    """IR for `RANGE_FUNCTION(printf, abort, data, begin, end, step)`: `entry` for begin, begin+step, ...
+    < end; `data` points at the data buffers' addresses, in parameter order."""
     buffer = TARGET.buffer_type
     buffers = f"{buffer} %printf.buffer"
-    if takes_abort_buffer:
+    if entry.takes_abort_buffer:
         buffers += f", {buffer} %abort.buffer"
+    loads = "".join(
+        f"  %data{k}.slot = getelementptr ptr, ptr %data, i64 {k}\n"
+        f"  %data{k}.raw = load ptr, ptr %data{k}.slot\n"
+        f"  %data{k} = addrspacecast ptr %data{k}.raw to {buffer}\n"
+        for k in range(entry.data_buffers)
+    )
+    data = "".join(f", {buffer} %data{k}" for k in range(entry.data_buffers))
     return f"""
-define void @{RANGE_FUNCTION}(ptr %printf, ptr %abort, i64 %begin, i64 %end, i64 %step) {{
+define void @{RANGE_FUNCTION}(ptr %printf, ptr %abort, ptr %data, i64 %begin, i64 %end, i64 %step) {{
 entry:
   %printf.buffer = addrspacecast ptr %printf to {buffer}
   %abort.buffer = addrspacecast ptr %abort to {buffer}
-  %empty = icmp uge i64 %begin, %end
+{loads}  %empty = icmp uge i64 %begin, %end
   br i1 %empty, label %done, label %loop
 loop:
   %index = phi i64 [ %begin, %entry ], [ %next, %loop ]
   %invocation = trunc i64 %index to i32
-  call void {entry}({buffers}, i32 %invocation)
+  call void {entry.ir_name}({buffers}, i32 %invocation{data})
   %next = add i64 %index, %step
   %more = icmp ult i64 %next, %end
   br i1 %more, label %loop, label %done

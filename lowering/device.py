@@ -29,10 +29,12 @@ class DeviceError(DprintfError):
 
 @dataclass(frozen=True, slots=True)
 class EntryPoint:
-    """The entry function: its name and whether it takes the abort buffer between printf's and the ID."""
+    """The entry function: its name, whether it takes the abort buffer between printf's and the ID, and how
+    many data buffers it takes after the ID (SPEC section 11)."""
 
     name: str
     takes_abort_buffer: bool
+    data_buffers: int = 0
 
     @property
     def ir_name(self) -> str:
@@ -42,14 +44,28 @@ class EntryPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class RuntimeGlobal:
+    """A module global that the runtime sets before a launch (SPEC sections 9-11), when the module has it:
+    to the device address of image `image` (a pointer), or else to the bytes `value`. A global the
+    module only declares is defined by the device, zero-initialised, before it is set."""
+
+    name: str
+    image: int | None = None
+    value: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
 class Launch:
-    """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads."""
+    """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads,
+    and the globals to set first. The images it is given are the printf and abort buffers, then the
+    entry's data buffers in parameter order."""
 
     ir: str
     entry: EntryPoint
     invocations: int
     threads: int
     timeout: float
+    runtime_globals: tuple[RuntimeGlobal, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +106,7 @@ class DeviceStatus:
 class DeviceRun:
     """The images (printf, abort) as the device left them, guards included, and how it stopped."""
 
-    images: tuple[Image, Image]
+    images: tuple[Image, ...]
     status: DeviceStatus
 
 

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from metadata.helper_process import become_helper
 
-from .device import DeviceError, DeviceRun, DeviceStatus, Image
+from .device import DeviceError, DeviceRun, DeviceStatus, Image, Launch
 
 RUNNING = "running"
 COMPLETED = "completed"
@@ -58,6 +58,13 @@ def whole_pages(size: int) -> int:
 
 
 # The harness side.
+
+
+def runtime_globals_job(launch: Launch) -> list[dict[str, Any]]:
+    """The launch's runtime globals as the worker's job carries them."""
+    return [
+        {"name": item.name, "image": item.image, "value": item.value.hex()} for item in launch.runtime_globals
+    ]
 
 
 def run_worker(device: str, module: str, job: Job, images: Sequence[Image], timeout: float) -> DeviceRun:
@@ -100,11 +107,10 @@ class _SharedImages:
                 if bytes(piece).strip(b"\0"):
                     self.view[offset + start : offset + start + len(piece)] = piece
 
-    def images(self) -> tuple[Image, Image]:
-        """The printf and abort images, as views of the mapping."""
+    def images(self) -> tuple[Image, ...]:
+        """The images, as views of the mapping."""
         whole = memoryview(self.view)
-        printf, abort = (whole[offset : offset + length] for offset, length in self.regions)
-        return printf, abort
+        return tuple(whole[offset : offset + length] for offset, length in self.regions)
 
     def __enter__(self) -> _SharedImages:
         return self

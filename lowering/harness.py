@@ -38,12 +38,16 @@ from .device import (
     EntryPoint,
     Image,
     Launch,
+    RuntimeGlobal,
 )
 from .lowered_module import LoweredModule, Source
 from .lowering_pass import lower_sources
 from .targets import Target
 
 GUARD_BYTES = 256
+PRINTF_IMAGE = 0  # images: printf, abort, then the data buffers
+PRINTF_BUFFER_GLOBAL = "lgc.debug.printf.buffer"
+VALIDATION_SIZES_GLOBAL = "lgc.validation.buffer.sizes"
 GUARD_FILL = 0xA5
 
 
@@ -96,6 +100,8 @@ class RunResult:
     abort_buffer: Image
     printf_guard: Image
     abort_guard: Image
+    data_buffers: tuple[Image, ...] = ()
+    data_guards: tuple[Image, ...] = ()
 
     @property
     def device_lost(self) -> bool:
@@ -113,7 +119,9 @@ class RunResult:
     def guard_issues(self) -> list[str]:
         """A message for each buffer whose guard changed: the code stored past the capacity."""
         issues = []
-        for name, guard in (("printf", self.printf_guard), ("abort", self.abort_guard)):
+        guards = [("printf", self.printf_guard), ("abort", self.abort_guard)]
+        guards += [(f"data {number}", guard) for number, guard in enumerate(self.data_guards)]
+        for name, guard in guards:
             changed = [offset for offset, byte in enumerate(guard) if byte != GUARD_FILL]
             if changed:
                 issues.append(
@@ -158,11 +166,14 @@ def run_sources(
     abort_buffer_size: int = DEFAULT_ABORT_BUFFER_BYTES,
     device: str | Device = "cpu",
     timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS,
+    data_buffers: Sequence[Image] = (),
 ) -> RunResult:
     """Lower `sources` for `device`, run invocations `0 .. invocations-1` of `entry`, decode the buffers.
 
-    Sizes are whole buffers in bytes, header included. Raises DprintfError (LoweringError, DeviceError)
-    for bad input; a device lost by an abort, a crash or the timeout is a result, not an error.
+    Sizes are whole buffers in bytes, header included. `data_buffers` are the initial contents of the
+    entry's data buffers, in parameter order (SPEC section 11). Raises DprintfError (LoweringError,
+    DeviceError) for bad input; a device lost by an abort, a crash or the timeout is a result, not an
+    error.
     """
     chosen = open_device(device) if isinstance(device, str) else device
     lowered = lower_sources(sources, target=chosen.target)
@@ -175,6 +186,7 @@ def run_sources(
         abort_buffer_size=abort_buffer_size,
         device=chosen,
         timeout=timeout,
+        data_buffers=data_buffers,
     )
 
 
@@ -188,6 +200,7 @@ def run_lowered(
     abort_buffer_size: int = DEFAULT_ABORT_BUFFER_BYTES,
     device: str | Device = "cpu",
     timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS,
+    data_buffers: Sequence[Image] = (),
 ) -> RunResult:
     """Run already lowered code (see `run_sources`)."""
     chosen = open_device(device) if isinstance(device, str) else device
@@ -200,32 +213,95 @@ def run_lowered(
         raise DeviceError(
             f"{invocations} invocations are more than the {MAX_INVOCATIONS} 32-bit IDs can number"
         )
-    launch = Launch(lowered.ir, find_entry(lowered.ir, entry, lowered.target), invocations, threads, timeout)
-    images = (initial_image(buffer_size, "printf"), initial_image(abort_buffer_size, "abort"))
+    module = _parse_lowered(lowered.ir)
+    found = entry_point(module, entry, lowered.target)
+    if found.data_buffers != len(data_buffers):
+        raise DeviceError(
+            f"the entry function @{entry} takes {found.data_buffers} data buffer(s), "
+            f"{len(data_buffers)} given"
+        )
+    sizes = [len(data) for data in data_buffers]
+    _check_runtime_globals(module, lowered.target, len(sizes))
+    launch = Launch(lowered.ir, found, invocations, threads, timeout, runtime_globals(sizes))
+    images = (
+        initial_image(buffer_size, "printf"),
+        initial_image(abort_buffer_size, "abort"),
+        *(data_image(data) for data in data_buffers),
+    )
     ran = chosen.run(launch, images)
     return _result(chosen.name, ran, lowered.table)
 
 
-def find_entry(ir: str, name: str, target: Target) -> EntryPoint:
-    """The entry function `name` of lowered `ir`, checked against the two signatures of SPEC section 7."""
-    buffer = target.buffer_type
-    signatures = {
-        f"void ({buffer}, i32)": False,
-        f"void ({buffer}, {buffer}, i32)": True,
-    }
+def runtime_globals(data_sizes: Sequence[int]) -> tuple[RuntimeGlobal, ...]:
+    """The globals the runtime sets (SPEC sections 9 and 11): the printf buffer's address, and the size
+    of each data buffer in bytes."""
+    sizes = b"".join(size.to_bytes(8, "little") for size in data_sizes)
+    return (
+        RuntimeGlobal(PRINTF_BUFFER_GLOBAL, image=PRINTF_IMAGE),
+        RuntimeGlobal(VALIDATION_SIZES_GLOBAL, value=sizes),
+    )
+
+
+def data_image(data: Image) -> mmap.mmap:
+    """A data buffer's image: its bytes, then the guard."""
     try:
-        function = llvm.parse_assembly(ir).get_function(name)
-    except NameError:
-        raise DeviceError(f"the module has no entry function @{name}") from None
+        image = mmap.mmap(-1, len(data) + GUARD_BYTES)
+    except OSError as failure:
+        raise MemoryError(f"cannot allocate a {len(data)}-byte data buffer: {failure.strerror}") from None
+    image[: len(data)] = data
+    image[len(data) :] = bytes([GUARD_FILL]) * GUARD_BYTES
+    return image
+
+
+def _check_runtime_globals(module: llvm.ModuleRef, target: Target, data_buffers: int) -> None:
+    """DeviceError for a runtime global of the wrong type: the runtime would write past it."""
+    expected = {PRINTF_BUFFER_GLOBAL: target.buffer_type, VALIDATION_SIZES_GLOBAL: f"[{data_buffers} x i64]"}
+    for name, wanted in expected.items():
+        try:
+            actual = str(module.get_global_variable(name).global_value_type)
+        except NameError:
+            continue
+        if actual != wanted:
+            raise DeviceError(f"the module's @{name} is {actual}; the runtime sets it as {wanted}")
+
+
+def find_entry(ir: str, name: str, target: Target) -> EntryPoint:
+    """The entry function `name` of lowered `ir` (see `entry_point`)."""
+    return entry_point(_parse_lowered(ir), name, target)
+
+
+def _parse_lowered(ir: str) -> llvm.ModuleRef:
+    try:
+        return llvm.parse_assembly(ir)
     except RuntimeError as failure:
         raise DeviceError(f"the lowered module does not parse: {failure}") from None
+
+
+def entry_point(module: llvm.ModuleRef, name: str, target: Target) -> EntryPoint:
+    """The entry function `name` of `module`, checked against the signatures of SPEC sections 7 and 11:
+    the printf buffer, the abort buffer or not, the invocation ID, then any number of data buffers."""
+    buffer = target.buffer_type
+    signatures = {
+        f"void ({buffer}, i32": False,
+        f"void ({buffer}, {buffer}, i32": True,
+    }
+    try:
+        function = module.get_function(name)
+    except NameError:
+        raise DeviceError(f"the module has no entry function @{name}") from None
     if function.is_declaration:
         raise DeviceError(f"the entry function @{name} is only declared, not defined")
     signature = str(function.global_value_type)
-    if signature not in signatures:
-        expected = " or ".join(f"'{text}'" for text in signatures)
-        raise DeviceError(f"the entry function @{name} has type '{signature}', expected {expected}")
-    return EntryPoint(name, signatures[signature])
+    for prefix, takes_abort_buffer in signatures.items():
+        rest = signature.removeprefix(prefix)
+        data_buffers = rest.count(f", {buffer}")
+        if rest != signature and rest == f", {buffer}" * data_buffers + ")":
+            return EntryPoint(name, takes_abort_buffer, data_buffers)
+    expected = " or ".join(f"'{prefix})'" for prefix in signatures)
+    raise DeviceError(
+        f"the entry function @{name} has type '{signature}', expected {expected}, "
+        f"then any number of data buffers ({buffer})"
+    )
 
 
 def initial_image(size: int, name: str) -> mmap.mmap:
@@ -254,7 +330,7 @@ def initial_image(size: int, name: str) -> mmap.mmap:
 
 
 def _result(device: str, ran: DeviceRun, table: FormatTable) -> RunResult:
-    (printf_image, abort_image), status = ran.images, ran.status
+    (printf_image, abort_image, *data_images), status = ran.images, ran.status
     printf_buffer, printf_guard = printf_image[:-GUARD_BYTES], printf_image[-GUARD_BYTES:]
     abort_buffer, abort_guard = abort_image[:-GUARD_BYTES], abort_image[-GUARD_BYTES:]
     abort = decode_abort_buffer(abort_buffer, table)
@@ -268,6 +344,8 @@ def _result(device: str, ran: DeviceRun, table: FormatTable) -> RunResult:
         abort_buffer=abort_buffer,
         printf_guard=printf_guard,
         abort_guard=abort_guard,
+        data_buffers=tuple(image[:-GUARD_BYTES] for image in data_images),
+        data_guards=tuple(image[-GUARD_BYTES:] for image in data_images),
     )
 
 

@@ -30,10 +30,11 @@ import numpy as np
 
 from .codegen import optimize, target_machine
 from .device import DeviceError, DeviceRun, EntryPoint, Image, Launch
-from .device_worker import Job, run_worker, serve, whole_pages
+from .device_worker import Job, run_worker, runtime_globals_job, serve, whole_pages
 from .diagnostics import LoweringError
 from .ir_module import parse_source, verify
 from .isolation import isolated
+from .runtime_globals import define_declared_globals
 from .targets import Target, get_target
 
 KERNEL_NAME = "dprintf_kernel"
@@ -78,25 +79,29 @@ class NvptxDevice:
                 f"the nvptx device runs at most {KERNEL_MAX_INVOCATIONS} invocations, "
                 f"not {launch.invocations}"
             )
+        names = [item.name for item in launch.runtime_globals]
         job = {
-            "ptx": kernel_ptx(launch.ir, launch.entry),
+            "ptx": kernel_ptx(launch.ir, launch.entry, runtime_globals=names),
             "invocations": launch.invocations,
             "printf_on_host": launch.entry.takes_abort_buffer,
+            "globals": runtime_globals_job(launch),
         }
         return run_worker(self.name, __name__, job, images, launch.timeout)
 
 
 def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME) -> str:
-    """IR of the kernel `@name(printf, abort, count)`: invocation `ctaid.x * ntid.x + tid.x` calls the entry
-    when it is below `count`. The buffers are global memory, address space 1 (SPEC section 4, nvptx)."""
-    buffer = f"ptr addrspace({TARGET.buffer_address_space})"
+    """IR of the kernel `@name(printf, abort, data..., count)`: invocation `ctaid.x * ntid.x + tid.x` calls
+    the entry when it is below `count`, with the entry's data buffers after its ID. The buffers are
+    global memory, address space 1 (SPEC section 4, nvptx)."""
+    buffer = TARGET.buffer_type
     buffers = f"{buffer} %printf" + (f", {buffer} %abort" if entry.takes_abort_buffer else "")
+    data = "".join(f", {buffer} %data{k}" for k in range(entry.data_buffers))
     return f"""
 declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
 declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
 declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 
-define ptx_kernel void @{name}({buffer} %printf, {buffer} %abort, i32 %count) {{
+define ptx_kernel void @{name}({buffer} %printf, {buffer} %abort{data}, i32 %count) {{
 entry:
   %block = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
   %block.size = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -106,7 +111,7 @@ entry:
   %inside = icmp ult i32 %invocation, %count
   br i1 %inside, label %run, label %done
 run:
-  call void {entry.ir_name}({buffers}, i32 %invocation)
+  call void {entry.ir_name}({buffers}, i32 %invocation{data})
   br label %done
 done:
   ret void
@@ -114,23 +119,27 @@ done:
 """
 
 
-def kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None = None) -> str:
+def kernel_ptx(
+    ir: str, entry: EntryPoint, cpu: str | None = None, runtime_globals: Sequence[str] = ()
+) -> str:
     """PTX of lowered `ir` with the kernel of `kernel_ir` appended, optimised at -O2 for `cpu` (sm_90).
 
     The entry becomes internal, so that the inliner folds it into the kernel, the only caller: the
     buffer pointers are then the kernel's parameters, which ptxas knows to be uniform.
+    The `runtime_globals` it only declares are defined (`runtime_globals.define_declared_globals`).
     DeviceError when the module does not compile, or already defines the kernel's name.
     """
     if re.search(rf"@{KERNEL_NAME}\b|@\"{KERNEL_NAME}\"", ir):
         raise DeviceError(f"the module already defines @{KERNEL_NAME}, the name of the nvptx device's kernel")
-    return isolated("compiling for nvptx", _kernel_ptx, ir, entry, cpu)
+    return isolated("compiling for nvptx", _kernel_ptx, ir, entry, cpu, tuple(runtime_globals))
 
 
-def _kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None) -> str:
+def _kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None, runtime_globals: tuple[str, ...]) -> str:
     source = f"<lowered {entry.name} with the nvptx kernel>"
     try:
         module = parse_source(source, ir + kernel_ir(entry))
         module.get_function(entry.name).linkage = "internal"
+        define_declared_globals(module, runtime_globals)
         machine = target_machine(TARGET, cpu)
         optimize(module, machine)
         verify(module, source)
@@ -152,15 +161,22 @@ class CudaKernel:
             self.module = cupy.RawModule(path=str(path))
             self.function = self.module.get_function(name)
 
-    def launch(self, printf: int, abort: int, invocations: int, stream=None) -> None:
-        """Queue invocations `0 .. invocations-1` on `stream` (the current one by default)."""
+    def launch(
+        self, printf: int, abort: int, invocations: int, stream=None, data: Sequence[int] = ()
+    ) -> None:
+        """Queue invocations `0 .. invocations-1` on `stream` (the current one by default), with the
+        device addresses of the entry's data buffers."""
         blocks = max(1, -(-invocations // BLOCK_THREADS))
-        self.function(
-            (blocks,),
-            (BLOCK_THREADS,),
-            (np.uint64(printf), np.uint64(abort), np.uint32(invocations)),
-            stream=stream,
-        )
+        buffers = [np.uint64(address) for address in (printf, abort, *data)]
+        self.function((blocks,), (BLOCK_THREADS,), (*buffers, np.uint32(invocations)), stream=stream)
+
+    def set_global(self, name: str, value: bytes) -> None:
+        """Write `value` into the module global `name`, when the module has it."""
+        try:
+            pointer = self.module.get_global(name)
+        except Exception:  # noqa: BLE001 - CuPy raises its driver's error for a missing symbol
+            return
+        pointer.copy_from_host(np.frombuffer(value, dtype=np.uint8).ctypes.data, len(value))
 
 
 # The worker.
@@ -175,7 +191,7 @@ class _GpuRun:
         self.cupy = cupy
         self.invocations = job["invocations"]
         self.host = np.frombuffer(memory, dtype=np.uint8)
-        (printf_offset, printf_size), (abort_offset, abort_size) = job["regions"]
+        (printf_offset, printf_size), (abort_offset, abort_size), *data_regions = job["regions"]
         self.printf_view = self.host[printf_offset : printf_offset + printf_size]
         if not cupy.cuda.runtime.deviceGetAttribute(
             _CUDA_DEV_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0
@@ -188,7 +204,14 @@ class _GpuRun:
         else:
             self.printf_device = cupy.asarray(self.printf_view)
             self.printf = self.printf_device.data.ptr
+        self.data_views = [self.host[offset : offset + size] for offset, size in data_regions]
+        self.data_device = [cupy.asarray(view) for view in self.data_views]
         self.kernel = CudaKernel(job["ptx"])
+        addresses = [self.printf, self.abort, *(array.data.ptr for array in self.data_device)]
+        for item in job["globals"]:
+            image = item["image"]
+            value = bytes.fromhex(item["value"]) if image is None else addresses[image].to_bytes(8, "little")
+            self.kernel.set_global(item["name"], value)
 
     def _map_host(self, offset: int, size: int) -> int:
         """Pin `size` bytes of the shared file at `offset` and map them for the GPU; their device address."""
@@ -200,11 +223,14 @@ class _GpuRun:
         """Run every invocation, copy the printf buffer back; the seconds the kernel took, by CUDA events."""
         start, end = self.cupy.cuda.Event(), self.cupy.cuda.Event()
         start.record()
-        self.kernel.launch(self.printf, self.abort, self.invocations)
+        data = [array.data.ptr for array in self.data_device]
+        self.kernel.launch(self.printf, self.abort, self.invocations, data=data)
         end.record()
         end.synchronize()
         if self.printf_device is not None:
             self.printf_device.get(out=self.printf_view)
+        for array, view in zip(self.data_device, self.data_views, strict=True):
+            array.get(out=view)
         return self.cupy.cuda.get_elapsed_time(start, end) / 1000
 
 

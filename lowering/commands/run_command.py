@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from collections.abc import Sequence
 from typing import Any
 
+from ..device import Image
 from ..harness import Ending, RunResult, run_sources
 from ..lowered_module import Source
 from . import (
@@ -23,7 +26,9 @@ from . import (
     EXIT_DEVICE_LOST,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    InputError,
     error,
+    read_bytes,
     read_text,
     warn,
     write_output,
@@ -51,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
         abort_buffer_size=args.abort_buffer_size,
         device=args.device,
         timeout=args.timeout,
+        data_buffers=[data_buffer(size, path) for size, path in args.buffer],
     )
+    if args.dump_buffers is not None:
+        dump_buffers(args.dump_buffers, result.data_buffers)
     status = EXIT_STATUS[result.ending]
     if args.json:
         write_output(None, json.dumps(run_document(result, status), allow_nan=False) + "\n")
@@ -65,6 +73,26 @@ def run(args: argparse.Namespace) -> int:
     if result.status.interruption is not None:
         raise result.status.interruption  # what the device wrote is out; now end as interrupted
     return status
+
+
+def data_buffer(size: int, path: str | None) -> bytes:
+    """A data buffer's initial bytes: `size` zeros, or the file's bytes padded with zeros to `size`."""
+    if path is None:
+        return bytes(size)
+    data = read_bytes(path)
+    if len(data) > size:
+        raise InputError(f"{path} holds {len(data)} bytes, more than its {size}-byte data buffer")
+    return data + bytes(size - len(data))
+
+
+def dump_buffers(directory: str, buffers: Sequence[Image]) -> None:
+    """Each data buffer, as the device left it, to `directory/buffer<N>.bin` (the directory is made)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as failure:
+        raise InputError(f"cannot make {directory}: {failure.strerror or failure}") from None
+    for number, data in enumerate(buffers):
+        write_output(os.path.join(directory, f"buffer{number}.bin"), bytes(data))
 
 
 def _report_device(result: RunResult) -> None:
