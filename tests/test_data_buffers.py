@@ -79,8 +79,8 @@ def test_a_store_past_a_data_buffer_changes_its_guard():
         data_buffers=[struct.pack("<8i", *values), bytes(24)],
     )
     assert result.guard_issues == [
-        "the lowered code wrote past the data 1 buffer's capacity (8 guard byte(s) changed, the first 0 byte(s) "
-        "past the end)"
+        "the lowered code wrote past the data 1 buffer's capacity "
+        "(8 guard byte(s) changed, the first 0 byte(s) past the end)"
     ]
 
 
