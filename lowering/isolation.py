@@ -7,7 +7,9 @@ driver. So code generation runs in a child process, its result sent back through
 becomes a `CodegenError` carrying what LLVM printed. The child is forked (a few milliseconds) from a
 process with one Python thread; a process with more (a driver, CuPy's) must not fork, since another
 thread may hold a lock the child would wait on for ever, so there the child is a new interpreter that
-receives the work pickled (`python -m lowering.isolation`), a few tenths of a second more.
+receives the work pickled (`python -m lowering.isolation`), a few tenths of a second more. Native
+threads (numpy's BLAS pool, CUDA's) do not count: they never hold LLVM's locks, and the C library's
+own locks are made safe across a fork.
 """
 
 from __future__ import annotations

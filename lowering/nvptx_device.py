@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import llvmlite.binding as llvm
 import numpy as np
 
 from .codegen import optimize, target_machine
@@ -140,12 +141,30 @@ def _kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None, runtime_globals: tu
         module = parse_source(source, ir + kernel_ir(entry))
         module.get_function(entry.name).linkage = "internal"
         define_declared_globals(module, runtime_globals)
+        _give_ptx_names(module, runtime_globals)
         machine = target_machine(TARGET, cpu)
         optimize(module, machine)
         verify(module, source)
         return machine.emit_assembly(module)
     except (RuntimeError, LoweringError) as failure:
         raise DeviceError(f"the lowered code does not compile for the GPU: {failure}") from None
+
+
+def ptx_name(name: str) -> str:
+    """The name a runtime global has in the PTX: PTX identifiers have no `.` (`lgc_debug_printf_buffer`)."""
+    return re.sub(r"[^A-Za-z0-9_$]", "_", name)
+
+
+def _give_ptx_names(module: llvm.ModuleRef, names: Sequence[str]) -> None:
+    """Rename the runtime globals the module has to their `ptx_name`, which the worker sets them by."""
+    for name in names:
+        try:
+            variable = module.get_global_variable(name)
+        except NameError:
+            continue
+        variable.name = ptx_name(name)
+        if variable.name != ptx_name(name):
+            raise DeviceError(f"the module already has a global @{ptx_name(name)}, the PTX name of @{name}")
 
 
 class CudaKernel:
@@ -211,7 +230,7 @@ class _GpuRun:
         for item in job["globals"]:
             image = item["image"]
             value = bytes.fromhex(item["value"]) if image is None else addresses[image].to_bytes(8, "little")
-            self.kernel.set_global(item["name"], value)
+            self.kernel.set_global(ptx_name(item["name"]), value)
 
     def _map_host(self, offset: int, size: int) -> int:
         """Pin `size` bytes of the shared file at `offset` and map them for the GPU; their device address."""
