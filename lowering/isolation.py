@@ -36,7 +36,7 @@ class CodegenError(DprintfError):
 
 
 def isolated(what: str, function: Callable[..., Result], *arguments: object) -> Result:
-    """`function(*arguments)` run in a forked child; its result, or the DprintfError it raised.
+    """`function(*arguments)` run in a child process; its result, or the DprintfError it raised.
 
     `what` names the work in the error raised when LLVM ends the child, e.g. "compiling for amdpal".
     """

@@ -19,13 +19,15 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from metadata.errors import DprintfError
 
 EXIT_BAD_INPUT = 1
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a tool that SIGPIPE stopped
+EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 class Interrupted(KeyboardInterrupt):
@@ -68,7 +70,7 @@ def run_main(command: Callable[[], int]) -> int:
         except KeyboardInterrupt:
             _drop_stdout()
             _error("interrupted")
-            return 128 + signal.SIGINT
+            return EXIT_INTERRUPTED
         except MemoryError as failure:
             _drop_stdout()
             _error(f"out of memory: {failure or 'the data does not fit the memory this process may use'}")
@@ -113,8 +115,6 @@ def _signals_interrupt() -> Iterator[None]:
 
 
 def _in_main_thread() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 

@@ -7,7 +7,6 @@ stderr, no traceback); an output file is written whole or not at all.
 from __future__ import annotations
 
 import os
-import signal
 import stat
 import sys
 import tempfile
@@ -15,14 +14,14 @@ from pathlib import Path
 
 from metadata.errors import DprintfError
 
+from ..process_ends import EXIT_BAD_INPUT as EXIT_BAD_INPUT
+from ..process_ends import EXIT_BROKEN_PIPE as EXIT_BROKEN_PIPE
+from ..process_ends import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from ..process_ends import write_stdout
 
 EXIT_OK = 0
-EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_DEVICE_LOST = 3
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a tool that SIGPIPE stopped
-EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 class InputError(DprintfError):
