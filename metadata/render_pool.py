@@ -103,7 +103,8 @@ class RenderPool:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
     def stop(self) -> None:
-        """Stop the workers now, whatever they are doing, and do not wait for them."""
+        """Stop the workers now, whatever they are doing (killed, not waited for past a second each), and
+        remove the pieces they may have left."""
         processes = list((getattr(self._executor, "_processes", None) or {}).values())
         self._executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
