@@ -31,6 +31,7 @@ from .targets import Target
 
 PRINTF = "printf"
 ABORT = "abort"
+SIGN_EXTENDED = "signext"  # the call operand attribute after which a narrow integer widens with its sign
 
 # IR scalar -> (buffer kind, IR bits, cast that widens it, IR type stored): SPEC section 4.
 _SCALARS = {
@@ -58,8 +59,9 @@ class Argument:
 
 
 @functools.lru_cache(maxsize=256)
-def classify(ir_type: str) -> Argument | str:
-    """How an argument of `ir_type` is packed (SPEC section 4), or why it cannot be."""
+def classify(ir_type: str, sign_extended: bool = False) -> Argument | str:
+    """How an argument of `ir_type` is packed (SPEC section 4), or why it cannot be. A narrow integer
+    widens by zero extension, or by sign extension when `sign_extended` (its `signext`, SPEC 9)."""
     lanes, scalar = 0, ir_type
     vector = _VECTOR.match(ir_type)
     if vector is not None:
@@ -70,6 +72,8 @@ def classify(ir_type: str) -> Argument | str:
             f"type {ir_type} is {_what_is(ir_type, scalar if vector else None)}; arguments must be {_ALLOWED}"
         )
     kind, bits, cast, stored = widening
+    if sign_extended and cast == "zext":
+        cast = "sext"
     return Argument(
         ir_type, ArgType.widened(kind, bits, lanes), cast, f"<{lanes} x {stored}>" if lanes else stored
     )

@@ -30,7 +30,7 @@ from metadata.table import FormatEntry, FormatTable, unpack_document
 
 from .codegen import module_layout, target_machine
 from .diagnostics import Diagnostic, LoweringError
-from .helper_ir import ABORT, PRINTF, Argument, Helper, classify, helper_definition
+from .helper_ir import ABORT, PRINTF, SIGN_EXTENDED, Argument, Helper, classify, helper_definition
 from .ir_module import (
     GlobalDefinition,
     ModuleText,
@@ -113,7 +113,7 @@ class _Lowering:
         self.target = target
         self.module = ModuleText("")
         self.table = FormatTable()
-        self.helpers: dict[tuple[str, str, tuple[str, ...], bool, bool], Helper] = {}
+        self.helpers: dict[tuple[str, str, tuple[tuple[str, bool], ...], bool, bool], Helper] = {}
         self.problems: list[tuple[_Call | None, str]] = []
         self.splices: list[tuple[int, int, str]] = []
         self.strings: dict[str, tuple[str | None, str]] = {}
@@ -247,7 +247,7 @@ class _Lowering:
         if not buffer_type.startswith("ptr"):
             self.problems.append((call, f"the buffer operand `{operands[0]}` is not a pointer"))
         string = self._format_string(call, operands[1])
-        types = tuple(split_type(operand)[0] for operand in operands[2:])
+        types = tuple(_argument_type(operand) for operand in operands[2:])
         helper = self._helper(call, buffer_type, types, self._aggregates(call, operands[0]))
         if string is None or helper is None or len(self.problems) > problems:
             return
@@ -298,15 +298,15 @@ class _Lowering:
         return self.module.entry_parameters()
 
     def _helper(
-        self, call: _Call, buffer_type: str, types: tuple[str, ...], aggregated: bool
+        self, call: _Call, buffer_type: str, types: tuple[tuple[str, bool], ...], aggregated: bool
     ) -> Helper | None:
-        """The helper for the call's kind, buffer type, argument types and aggregation; None after
-        recording each argument that cannot be passed."""
+        """The helper for the call's kind, buffer type, argument types (each with whether it is
+        `signext`) and aggregation; None after recording each argument that cannot be passed."""
         outlined = call.function in self.outlined_functions
         key = (call.kind, buffer_type, types, aggregated, outlined)
         helper = self.helpers.get(key)
         if helper is None:
-            arguments = [classify(ir_type) for ir_type in types]
+            arguments = [classify(ir_type, sign_extended) for ir_type, sign_extended in types]
             reasons = [
                 (n, argument) for n, argument in enumerate(arguments, start=1) if isinstance(argument, str)
             ]
@@ -470,6 +470,13 @@ class _Lowering:
                     lines.append(number)
             return source.name, lines
         return self._module_source(), []
+
+
+def _argument_type(operand: str) -> tuple[str, bool]:
+    """A variadic operand's IR type, and whether its attributes say `signext` (SPEC section 9: a narrow
+    integer widens with its sign only then, as C promotes a signed `short`)."""
+    ir_type, rest = split_type(operand)
+    return ir_type, SIGN_EXTENDED in rest.split()[:-1]
 
 
 def _global_at_byte_zero(value: str) -> tuple[str | None, str | None]:
