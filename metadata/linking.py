@@ -11,16 +11,34 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .elf_notes import read_table
-from .table import FormatEntry, FormatTable, collision_message
+from .errors import LinkError
+from .table import TABLE_KEY, FormatEntry, FormatTable, collision_message
 
 
 def link_tables(tables: Iterable[FormatTable]) -> FormatTable:
-    """The union of `tables`; identical entries merge, the same ID with another entry is a LinkError."""
+    """The union of `tables`; identical entries merge, the same ID with another entry is a LinkError.
+    Unusable rows are kept, once each; other table keys are kept, and one key with two values is a
+    LinkError too."""
     union = FormatTable()
     for table in tables:
         for entry in table:
             union.add(entry)
+        conflicts = _keep_the_rest(union, table)
+        if conflicts:
+            raise LinkError(conflicts[0])
     return union
+
+
+def _keep_the_rest(union: FormatTable, table: FormatTable) -> list[str]:
+    """Add `table`'s unusable rows and other keys to `union`; a message per key it has with another value."""
+    for row in table.unusable:
+        union.keep(row)
+    conflicts = []
+    for key, value in table.other_keys.items():
+        known = union.other_keys.setdefault(key, value)
+        if known != value:
+            conflicts.append(f"{TABLE_KEY} key {key} is {known!r} in one table and {value!r} in another")
+    return conflicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +61,8 @@ class FormatRegistry:
     def __init__(self) -> None:
         self.table = FormatTable()
         self.collisions: list[Collision] = []
+        self.conflicts: list[str] = []  # other table keys loaded with two values (the first is kept)
+        self.unusable: list[str] = []  # why each unusable row of a loaded table is not used
         self._sources: dict[int, str] = {}
 
     @property
@@ -51,7 +71,8 @@ class FormatRegistry:
         return [_warning(collision) for collision in self.collisions]
 
     def load(self, table: FormatTable, source: str) -> list[str]:
-        """Add the entries of `table`, loaded from `source`; the warnings for its collisions, if any."""
+        """Add the entries of `table`, loaded from `source` (its unusable rows and other keys kept too);
+        the warnings: the table's own, its collisions, other keys it has with another value."""
         found = []
         for entry in table:
             known = self.table.get(entry.index)
@@ -61,7 +82,11 @@ class FormatRegistry:
             elif known != entry:
                 found.append(Collision(known, self._sources[entry.index], entry, source))
         self.collisions.extend(found)
-        return [_warning(collision) for collision in found]
+        conflicts = [f"{source}: {message}" for message in _keep_the_rest(self.table, table)]
+        self.conflicts.extend(conflicts)
+        own = [f"{source}: {message}" for message in table.warnings]
+        self.unusable.extend(own)
+        return own + [_warning(collision) for collision in found] + conflicts
 
     def load_elf(self, elf: bytes, source: str) -> list[str]:
         """Load the table of an ELF file; ElfError or TableError naming `source` when it is unreadable."""

@@ -1,7 +1,13 @@
-"""The `amdpal.format_strings` table (SPEC section 6) and its msgpack form.
+"""The `amdpal.format_strings` table (SPEC sections 6 and 9) and its msgpack form.
 
 A `FormatTable` maps 48-bit IDs to `FormatEntry`s. It encodes to, and decodes from, the msgpack
 document whose top-level map holds `amdpal.format_strings` next to whatever else PAL metadata holds.
+
+Tables from other writers (LLPC, SPEC section 9) may carry keys this project does not use, in the table
+(`.user_data_offset`) or in an entry, and entries it cannot use (an abort message without `.string`).
+Reading keeps all of it: other keys go back out when the table is encoded, and an entry that cannot be
+used is kept as it was (`unusable`) with a warning naming it (`warnings`), never a reason to reject the
+table. Only a table whose shape is wrong (not a map, another version, no `.strings` array) is an error.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ class FormatEntry:
     string: str
     argument_count: int
     sixty_four_bit: tuple[int, ...]
+    other_keys: bytes = b""  # the entry's keys this project does not use, msgpack-packed, kept as read
 
     @classmethod
     def for_call(cls, string: str, layout: Layout) -> FormatEntry:
@@ -61,19 +68,28 @@ class FormatEntry:
         return layout
 
     def to_map(self) -> dict[str, Any]:
+        other = msgpack.unpackb(self.other_keys, raw=False, strict_map_key=False) if self.other_keys else {}
         return {
             INDEX_KEY: self.index,
             STRING_KEY: self.string,
             COUNT_KEY: self.argument_count,
             MASK_KEY: list(self.sixty_four_bit),
+            **other,
         }
 
 
 class FormatTable:
-    """Entries keyed by ID; iteration is in ID order, so encoding is deterministic."""
+    """Entries keyed by ID; iteration is in ID order, so encoding is deterministic.
+
+    `other_keys` are the table's keys besides `.version` and `.strings`; `unusable` the rows of
+    `.strings` that are no entry this project can use, as read; `warnings` say why each is unusable.
+    """
 
     def __init__(self, entries: Iterable[FormatEntry] = ()) -> None:
         self._entries: dict[int, FormatEntry] = {}
+        self.other_keys: dict[Any, Any] = {}
+        self.unusable: list[Any] = []
+        self.warnings: list[str] = []
         for entry in entries:
             self.add(entry)
 
@@ -101,11 +117,22 @@ class FormatTable:
         return len(self._entries)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, FormatTable) and self._entries == other._entries
+        return (
+            isinstance(other, FormatTable)
+            and self._entries == other._entries
+            and self.other_keys == other.other_keys
+            and self.unusable == other.unusable
+        )
+
+    def keep(self, row: Any) -> None:
+        """Keep an unusable row (once), to be written back as it was."""
+        if row not in self.unusable:
+            self.unusable.append(row)
 
     def to_map(self) -> dict[str, Any]:
         """The value of the `amdpal.format_strings` key."""
-        return {VERSION_KEY: TABLE_VERSION, STRINGS_KEY: [entry.to_map() for entry in self]}
+        rows = [entry.to_map() for entry in self] + self.unusable
+        return {VERSION_KEY: TABLE_VERSION, STRINGS_KEY: rows, **self.other_keys}
 
     def encode(self, document: dict[str, Any] | None = None) -> bytes:
         """A msgpack document: `document` (other PAL metadata, kept) with this table under its key."""
@@ -138,13 +165,19 @@ class FormatTable:
         strings = table[STRINGS_KEY]
         _require(isinstance(strings, list), f"{TABLE_KEY}{STRINGS_KEY} is not an array")
         result = cls()
+        result.other_keys = {
+            key: value for key, value in table.items() if key not in (VERSION_KEY, STRINGS_KEY)
+        }
         for position, row in enumerate(strings):
             where = f"{TABLE_KEY}{STRINGS_KEY}[{position}]"
-            entry = _entry_from_map(row, where)
             try:
-                result.add(entry)
+                result.add(_entry_from_map(row, where))
+            except TableError as error:
+                result.warnings.append(f"{error}: kept as it is, not used")
+                result.keep(row)
             except LinkError as error:
-                raise TableError(f"{where}: {error}") from None
+                result.warnings.append(f"{where}: {error}: the first is used, this one kept as it is")
+                result.keep(row)
         return result
 
 
@@ -166,9 +199,12 @@ def unpack_document(blob: bytes) -> dict[str, Any]:
     return document
 
 
+_ENTRY_KEYS = (INDEX_KEY, STRING_KEY, COUNT_KEY, MASK_KEY)
+
+
 def _entry_from_map(row: Any, where: str) -> FormatEntry:
     _require(isinstance(row, dict), f"{where} is not a map")
-    for key in (INDEX_KEY, STRING_KEY, COUNT_KEY, MASK_KEY):
+    for key in _ENTRY_KEYS:
         _require(key in row, f"{where} has no {key}")
     index, string, count, mask = row[INDEX_KEY], row[STRING_KEY], row[COUNT_KEY], row[MASK_KEY]
     _require(
@@ -192,7 +228,10 @@ def _entry_from_map(row: Any, where: str) -> FormatEntry:
         not mask or count % 64 == 0 or mask[-1] >> (count % 64) == 0,
         f"{where}{MASK_KEY} sets bits past {COUNT_KEY} ({count})",
     )
-    return FormatEntry(index, string, count, tuple(mask))
+    other = {key: value for key, value in row.items() if key not in _ENTRY_KEYS}
+    return FormatEntry(
+        index, string, count, tuple(mask), msgpack.packb(other, use_bin_type=True) if other else b""
+    )
 
 
 def _require(condition: bool, message: str) -> None:

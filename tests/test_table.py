@@ -1,6 +1,7 @@
 """The `amdpal.format_strings` msgpack table (SPEC section 6): its exact shape, round trips, validation."""
 
 import math
+import re
 import time
 
 import msgpack
@@ -132,6 +133,9 @@ MALFORMED = {
     "version string": (_mutated(lambda t: t.update({".version": "1"})), r"\.version is '1', expected 1"),
     "no strings": (_mutated(lambda t: t.pop(".strings")), r"has no \.strings"),
     "strings map": (_mutated(lambda t: t.update({".strings": {}})), r"\.strings is not an array"),
+}
+# Rows another writer may write that this project cannot use: each a warning, the row kept (SPEC 9).
+UNUSABLE_ROWS = {
     "row not map": (_mutated(lambda t: t[".strings"].append(5)), r"\.strings\[2\] is not a map"),
     "no index": (_mutated(_drop(".index")), r"\.strings\[1\] has no \.index"),
     "no string": (_mutated(_drop(".string")), r"\.strings\[1\] has no \.string"),
@@ -148,6 +152,10 @@ MALFORMED = {
     "count string": (_mutated(_row(argument_count="2")), r"\.argument_count is not an argument count"),
     "mask not list": (_mutated(_row(mask=2)), r"\.64bit_arguments is not an array of unsigned 64-bit"),
     "mask negative": (_mutated(_row(mask=[-1])), r"\.64bit_arguments is not an array"),
+    "mask wide": (
+        _mutated(_row(mask=[1 << 64])),
+        r"\.strings\[1\]\.64bit_arguments is not an array of unsigned",
+    ),
     "mask words": (_mutated(_row(mask=[0, 0])), r"has 2 word\(s\) for 2 argument\(s\), expected 1"),
     "mask empty": (_mutated(_row(mask=[])), r"has 0 word\(s\) for 2 argument\(s\), expected 1"),
     "mask bits past": (_mutated(_row(mask=[0b100])), r"64bit_arguments sets bits past \.argument_count \(2"),
@@ -165,6 +173,21 @@ def test_malformed_tables_are_table_errors_naming_the_problem(value, message):
         FormatTable.from_map(value)
     with pytest.raises(TableError, match=message):
         FormatTable.decode(msgpack.packb({"amdpal.format_strings": value}, use_bin_type=True))
+
+
+@pytest.mark.parametrize(("value", "message"), UNUSABLE_ROWS.values(), ids=UNUSABLE_ROWS.keys())
+def test_an_unusable_row_is_a_warning_and_kept_as_it_is(value, message):
+    """The other rows are used; the unusable one is named in one warning and written back unchanged."""
+    usable = [row for row in good_map()[".strings"] if row in value[".strings"]]
+    unusable = [row for row in value[".strings"] if row not in usable]
+    tables = [FormatTable.from_map(value)]
+    if value[".strings"][1].get(".64bit_arguments") != [1 << 64]:  # msgpack has no integer that wide
+        tables.append(FormatTable.decode(msgpack.packb({"amdpal.format_strings": value})))
+    for table in tables:
+        assert len(table.warnings) == 1 and re.search(message, table.warnings[0])
+        assert [entry.to_map() for entry in table] == usable
+        assert table.unusable == unusable
+        assert table.to_map()[".strings"] == usable + unusable
 
 
 @pytest.mark.parametrize(
@@ -190,11 +213,6 @@ def test_every_truncation_is_a_table_error():
     for length in range(len(blob)):
         with pytest.raises(TableError, match="not a valid msgpack document"):
             FormatTable.decode(blob[:length])
-
-
-def test_a_mask_word_wider_than_64_bits_is_rejected():
-    with pytest.raises(TableError, match=r"\.strings\[1\]\.64bit_arguments is not an array of unsigned"):
-        FormatTable.from_map(_mutated(_row(mask=[1 << 64])))
 
 
 def test_adding_a_different_entry_with_a_known_id_is_a_link_error():

@@ -8,6 +8,7 @@ the same table with the keys' leading dots dropped.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 from typing import Any
 
@@ -51,15 +52,22 @@ def _read(path: str) -> FormatTable:
         return FormatTable()
     if TABLE_KEY not in note.document():
         warn(f"the NT_AMDGPU_METADATA note of {path} has no {TABLE_KEY}: the table is empty")
-    return note.table()
+    table = note.table()
+    for message in table.warnings:
+        warn(f"{path}: {message}")
+    return table
 
 
-def _emit(value: dict[str, Any], indent: str, lines: list[str]) -> None:
-    """Append `value`, a map, as YAML block lines; lists of maps become `- ` items."""
+def _emit(value: dict[Any, Any], indent: str, lines: list[str]) -> None:
+    """Append `value`, a map, as YAML block lines; lists of maps become `- ` items (a row that is no
+    map, as another writer may write, a `- ` scalar)."""
     for key, item in value.items():
         if isinstance(item, list) and item and isinstance(item[0], dict):
             lines.append(f"{indent}{key}:")
             for row in item:
+                if not isinstance(row, dict) or not row:
+                    lines.append(f"{indent}  - {_scalar(key, row)}")
+                    continue
                 start = len(lines)
                 _emit(row, indent + "    ", lines)
                 lines[start] = f"{indent}  - {lines[start].lstrip()}"
@@ -67,19 +75,31 @@ def _emit(value: dict[str, Any], indent: str, lines: list[str]) -> None:
             lines.append(f"{indent}{key}: {_scalar(key, item)}")
 
 
-def _scalar(key: str, value: Any) -> str:
+def _scalar(key: Any, value: Any) -> str:
+    """Any msgpack value in YAML flow style: IDs and masks in hexadecimal, bytes as `!!binary`."""
     if isinstance(value, str):
         return _quote(value)
     if isinstance(value, list):
         return "[" + ", ".join(_scalar(key, item) for item in value) + "]"
-    return format(value, _HEX_FORMATS.get(key, "d"))
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_scalar(None, k)}: {_scalar(k, item)}" for k, item in value.items()) + "}"
+    if isinstance(value, bytes):
+        return f'!!binary "{base64.b64encode(value).decode()}"'
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return format(value, _HEX_FORMATS.get(key, "d"))
+    return repr(value)
 
 
 def _undotted(value: Any) -> Any:
+    """The table as JSON takes it: keys without their dot, bytes as hexadecimal text."""
     if isinstance(value, dict):
-        return {key.lstrip("."): _undotted(item) for key, item in value.items()}
+        return {str(key).lstrip("."): _undotted(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_undotted(item) for item in value]
+    if isinstance(value, bytes):
+        return value.hex()
     return value
 
 

@@ -1,7 +1,8 @@
 """`dprintf link A.elf B.elf ... -o OUT.elf`: the first ELF, its table replaced by the union of all.
 
 The other inputs contribute only their tables. The same ID with different entries in two inputs is
-an error naming both strings and both files; then no output is written.
+an error naming both strings and both files, as is one other table key with two values; then no
+output is written. Entries that cannot be used (another writer's) are warnings, and kept.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 from metadata.elf_notes import with_table
 from metadata.linking import FormatRegistry
 
-from . import EXIT_BAD_INPUT, EXIT_OK, error, read_bytes, write_output
+from . import EXIT_BAD_INPUT, EXIT_OK, error, read_bytes, warn, write_output
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,9 +20,11 @@ def run(args: argparse.Namespace) -> int:
     images = [read_bytes(path) for path in args.inputs]
     for path, image in zip(args.inputs, images, strict=True):
         registry.load_elf(image, path)
-    for collision in registry.collisions:
-        error(str(collision))
-    if registry.collisions:
+    for message in registry.unusable:
+        warn(message)
+    for problem in [str(collision) for collision in registry.collisions] + registry.conflicts:
+        error(problem)
+    if registry.collisions or registry.conflicts:
         return EXIT_BAD_INPUT
     write_output(args.output, with_table(images[0], registry.table, source=args.inputs[0]))
     return EXIT_OK

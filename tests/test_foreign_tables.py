@@ -1,0 +1,111 @@
+"""Tables from other writers (SPEC section 9): LLPC's keys (`.user_data_offset`, abort-message entries
+without `.string`) and keys nobody here knows are read by `inspect`, `decode` and `link`, kept whole, and an
+entry that cannot be used is one warning naming it, never a rejected table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import msgpack
+import pytest
+
+from metadata.buffer_builder import build_printf_buffer
+from metadata.elf_notes import note_only_elf, read_table
+from metadata.layout import parse_layout
+from metadata.table import FormatEntry, FormatTable
+
+DPRINTF = [sys.executable, "-m", "lowering.cli"]
+LINE = FormatEntry.for_call("Test: %u\n", parse_layout("i32"))
+OTHER = FormatEntry.for_call("other %d\n", parse_layout("i32"))
+ABORT_ROW = {
+    ".index": 0x3039,
+    ".is_abort_message": 1,
+    ".data_count": 3,
+    ".constant_status": [5],
+    ".constants": [0x74736554, 0x3A],
+}
+UNUSABLE = "amdpal.format_strings.strings[1] has no .string: kept as it is, not used"
+
+
+def llpc_document(user_data_offset: int = 0) -> dict:
+    """LINE with a key of its own, LLPC's abort row, and `.user_data_offset` beside `.strings`."""
+    document = msgpack.unpackb(FormatTable([LINE]).encode(), strict_map_key=False)
+    table = document["amdpal.format_strings"]
+    table[".strings"][0][".writer_note"] = "kept"
+    table[".strings"].append(ABORT_ROW)
+    table[".user_data_offset"] = user_data_offset
+    return document
+
+
+def dprintf(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*DPRINTF, *argv], capture_output=True, text=True, check=False)
+
+
+@pytest.fixture
+def llpc_elf(tmp_path):
+    path = tmp_path / "llpc.elf"
+    path.write_bytes(note_only_elf(msgpack.packb(llpc_document())))
+    return path
+
+
+def test_inspect_shows_every_key_and_warns_about_the_unusable_entry(llpc_elf):
+    done = dprintf("inspect", str(llpc_elf))
+    assert done.returncode == 0
+    assert done.stderr == f"warning: {llpc_elf}: {UNUSABLE}\n"
+    assert done.stdout == (
+        "amdpal.format_strings:\n"
+        "  .version: 1\n"
+        "  .strings:\n"
+        f"    - .index: {LINE.index:#014x}\n"
+        '      .string: "Test: %u\\n"\n'
+        "      .argument_count: 1\n"
+        "      .64bit_arguments: [0x0]\n"
+        '      .writer_note: "kept"\n'
+        "    - .index: 0x000000003039\n"
+        "      .is_abort_message: 1\n"
+        "      .data_count: 3\n"
+        "      .constant_status: [5]\n"
+        "      .constants: [1953719636, 58]\n"
+        "  .user_data_offset: 0\n"
+    )
+
+
+def test_decode_uses_the_usable_entries_and_warns_once(llpc_elf, tmp_path):
+    dump = tmp_path / "dump.bin"
+    dump.write_bytes(build_printf_buffer([(LINE, [7]), (LINE, [8])]))
+    done = dprintf("decode", str(dump), "--elf", str(llpc_elf))
+    assert (done.returncode, done.stdout) == (0, "Test: 7\nTest: 8\n")
+    assert done.stderr == f"warning: {llpc_elf}: {UNUSABLE}\n"
+
+
+def test_link_keeps_the_other_writers_keys_and_rows(llpc_elf, tmp_path):
+    other, linked = tmp_path / "other.elf", tmp_path / "linked.elf"
+    other.write_bytes(note_only_elf(FormatTable([OTHER]).encode()))
+    done = dprintf("link", str(llpc_elf), str(other), "-o", str(linked))
+    assert (done.returncode, done.stderr) == (0, f"warning: {llpc_elf}: {UNUSABLE}\n")
+    table = read_table(linked.read_bytes())
+    assert sorted(entry.index for entry in table) == sorted([LINE.index, OTHER.index])
+    assert table.unusable == [ABORT_ROW] and table.other_keys == {".user_data_offset": 0}
+    assert table.get(LINE.index).to_map()[".writer_note"] == "kept"
+    notes = subprocess.run(
+        ["llvm-readelf-14", "--notes", str(linked)], capture_output=True, text=True, check=True
+    )
+    assert ".user_data_offset: 0" in notes.stdout and ".is_abort_message: 1" in notes.stdout
+
+
+def test_link_refuses_two_values_of_one_table_key(llpc_elf, tmp_path):
+    second, linked = tmp_path / "second.elf", tmp_path / "linked.elf"
+    second.write_bytes(note_only_elf(msgpack.packb(llpc_document(user_data_offset=4))))
+    done = dprintf("link", str(llpc_elf), str(second), "-o", str(linked))
+    assert done.returncode == 1 and not linked.exists()
+    assert (
+        f"error: {second}: amdpal.format_strings key .user_data_offset is 0 in one table and 4 in another"
+        in (done.stderr)
+    )
+
+
+def test_a_foreign_table_encodes_back_to_what_was_read():
+    table = FormatTable.from_document(llpc_document())
+    assert FormatTable.decode(table.encode()) == table
+    assert table.to_map() == llpc_document()["amdpal.format_strings"]
