@@ -28,3 +28,4 @@ class LoweredModule:
     ir: str
     table: FormatTable
     target: Target
+    warnings: tuple[str, ...] = ()  # what the pass did that a user should know (calls it removed)

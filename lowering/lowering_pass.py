@@ -48,6 +48,8 @@ from .targets import INPUT_BUFFER_ADDRESS_SPACE, Aggregation, Target, get_target
 from .warp_aggregation import intrinsic_declarations, warp_aggregated_reserve_ir
 
 KINDS = (PRINTF, ABORT)
+RUNTIME_BUFFER = "@lgc.debug.printf.buffer"  # where a printf without a buffer operand finds it (SPEC 9)
+RUNTIME_BUFFER_TYPE = f"ptr addrspace({INPUT_BUFFER_ADDRESS_SPACE})"
 
 _NAME = r'@(?:"[^"]*"|[-\w$.]+)'
 # Lines are found by their leading newline rather than `^`, which lets the regex engine skip from one
@@ -65,6 +67,8 @@ _GEP = re.compile(r"getelementptr (?:(?:inbounds|nuw|nusw|inrange\([^)]*\)) )*\(
 _BYTE_ARRAY = re.compile(r"\[(\d+) x i8\]\Z")
 _PAL_NAMED = re.compile(r"^!amdgpu\.pal\.metadata\.msgpack = !\{(.*)\}\n?", re.M)
 _METADATA_ID = re.compile(r"^!(\d+) = ", re.M)
+# LLPC's printf buffer: a DescriptorBuffer node of the internal descriptor set (-16), binding 6.
+_LLPC_PRINTF_NODE = re.compile(r'!\{!"DescriptorBuffer"(?:, i32 -?\d+)*?, i32 -16, i32 6\b')
 
 
 def lower_sources(sources: Sequence[Source], target: str | Target = "cpu") -> LoweredModule:
@@ -122,6 +126,8 @@ class _Lowering:
         self.call_lines: dict[tuple[str, str], tuple[str, list[int]]] = {}
         self.first_function: int | None = None
         self.outlined_functions: frozenset[str] = frozenset()
+        self.warnings: list[str] = []
+        self.loads_runtime_buffer = False
 
     def run(self) -> LoweredModule:
         module = self._link()
@@ -134,7 +140,8 @@ class _Lowering:
         self._check_other_uses(kinds, calls)
         if self.problems:
             raise LoweringError([self._diagnostic(call, message) for call, message in self.problems])
-        return LoweredModule(self._finish(self._lowered_text()), self.table, self.target)
+        ir = self._finish(self._lowered_text())
+        return LoweredModule(ir, self.table, self.target, tuple(self.warnings))
 
     # Phase 1: the inputs, linked into one module for the target.
 
@@ -243,23 +250,57 @@ class _Lowering:
             self.problems.append((call, f"missing the {missing}"))
             return
         problems = len(self.problems)
-        buffer_type = split_type(operands[0])[0]
+        without_buffer = _without_buffer_operand(call)
+        if without_buffer and self.target.pal_metadata:
+            self._remove_without_buffer(call)
+            return
+        buffer, string_operand, rest = (
+            (f"{RUNTIME_BUFFER_TYPE} %{self._helper_prefix}buffer.{call.ordinal}", operands[0], operands[1:])
+            if without_buffer
+            else (operands[0], operands[1], operands[2:])
+        )
+        buffer_type = split_type(buffer)[0]
         if not buffer_type.startswith("ptr"):
             self.problems.append((call, f"the buffer operand `{operands[0]}` is not a pointer"))
-        string = self._format_string(call, operands[1])
-        types = tuple(_argument_type(operand) for operand in operands[2:])
-        helper = self._helper(call, buffer_type, types, self._aggregates(call, operands[0]))
+        string = self._format_string(call, string_operand)
+        types = tuple(_argument_type(operand) for operand in rest)
+        helper = self._helper(call, buffer_type, types, not without_buffer and self._aggregates(call, buffer))
         if string is None or helper is None or len(self.problems) > problems:
             return
         header = self._header(string, helper)
         if isinstance(header, str):
             self.problems.append((call, header))
             return
-        replaced = ", ".join([operands[0], f"i64 {header}", *operands[2:]])
+        replaced = ", ".join([buffer, f"i64 {header}", *rest])
         node = call.debug_node
         debug = f", !dbg !{node}" if node is not None else ""
+        load = ""
+        if without_buffer:
+            self.loads_runtime_buffer = True
+            value = split_type(buffer)[1]
+            load = f"{call.indent}{value} = load {RUNTIME_BUFFER_TYPE}, ptr {RUNTIME_BUFFER}{debug}\n"
         self.splices.append(
-            (call.start, call.end, f"{call.indent}call void @{helper.name}({replaced}){debug}")
+            (call.start, call.end, f"{load}{call.indent}call void @{helper.name}({replaced}){debug}")
+        )
+
+    def _remove_without_buffer(self, call: _Call) -> None:
+        """amdpal: LLPC finds the buffer in the user-data node of the internal descriptor set, binding 6.
+        Without that node the call is removed with a warning, as LLPC removes it; with it, loading the
+        buffer from user data is not implemented here, which is an error rather than a lost printf."""
+        if _LLPC_PRINTF_NODE.search(self.module.text):
+            self.problems.append(
+                (
+                    call,
+                    "the printf buffer's user-data node (set -16, binding 6) is not supported for amdpal yet",
+                )
+            )
+            return
+        self.splices.append((call.start, call.end + 1, ""))
+        source, line = self._source_line(call)
+        where = f"{source}:{line}" if line is not None else source
+        self.warnings.append(
+            f"{where}: call {call.ordinal} to {call.callee_name} in function @{unquote_name(call.function)} "
+            "has no buffer operand and the module no printf buffer node: the call is removed"
         )
 
     def _format_string(self, call: _Call, operand: str) -> str | None:
@@ -388,6 +429,8 @@ class _Lowering:
         pieces.append(text[position:])
         if reserves:
             pieces.append(intrinsic_declarations(text))
+        if self.loads_runtime_buffer and self.module.global_definition(RUNTIME_BUFFER) is None:
+            pieces.append(f"\n{RUNTIME_BUFFER} = external global {RUNTIME_BUFFER_TYPE}\n")
         needs_trap = any(helper.kind == ABORT for helper in self.helpers.values())
         if needs_trap and not _TRAP_DECLARATION.search(text):
             pieces.append("\ndeclare void @llvm.trap()\n")
@@ -470,6 +513,15 @@ class _Lowering:
                     lines.append(number)
             return source.name, lines
         return self._module_source(), []
+
+
+def _without_buffer_operand(call: _Call) -> bool:
+    """Whether a printf call has LLPC's form, the format string first (SPEC 9): its operand 0 is a pointer
+    outside the buffers' address space (the format string may be in any other)."""
+    if call.kind != PRINTF or not call.operands:
+        return False
+    first = split_type(call.operands[0])[0]
+    return first.startswith("ptr") and first != RUNTIME_BUFFER_TYPE
 
 
 def _argument_type(operand: str) -> tuple[str, bool]:

@@ -12,7 +12,7 @@ import argparse
 from ..codegen import compile_object
 from ..diagnostics import LoweringError
 from ..lowering_pass import lower_sources
-from . import EXIT_OK, write_output
+from . import EXIT_OK, warn, write_output
 from .lower_command import read_sources, report
 
 
@@ -22,5 +22,7 @@ def run(args: argparse.Namespace) -> int:
         lowered = lower_sources(sources, args.target)
     except LoweringError as failure:
         return report(failure)
+    for message in lowered.warnings:
+        warn(message)
     write_output(args.output, compile_object(lowered, args.mcpu, source=", ".join(args.inputs)))
     return EXIT_OK

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ..diagnostics import LoweringError
 from ..lowered_module import Source
 from ..lowering_pass import lower_sources
-from . import EXIT_BAD_INPUT, EXIT_OK, InputError, error, read_text, write_output
+from . import EXIT_BAD_INPUT, EXIT_OK, InputError, error, read_text, warn, write_output
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -23,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
         lowered = lower_sources(read_sources(args.inputs), args.target)
     except LoweringError as failure:
         return report(failure)
+    for message in lowered.warnings:
+        warn(message)
     write_output(args.output, lowered.ir)
     return EXIT_OK
 

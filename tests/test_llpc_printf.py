@@ -1,0 +1,93 @@
+"""LLPC's printf form (SPEC section 9): `call void (...) @lgc.debug.printf(ptr @str, ...)`, no buffer
+operand, the format string in any address space, mixed with the buffer-operand form. On cpu and nvptx
+the buffer is the one the runtime puts in `@lgc.debug.printf.buffer`; on amdpal, without LLPC's
+user-data node, the calls are removed with a warning, and with it the module is refused (not done yet)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from lowering.harness import run_sources
+from lowering.lowering_pass import Source, lower_sources
+from lowering.nvptx_device import gpu_count
+
+DPRINTF = [sys.executable, "-m", "lowering.cli"]
+GPUS, NO_GPU = gpu_count()
+STRINGS = (
+    '@str = private unnamed_addr constant [10 x i8] c"Test: %u\\0A\\00", align 1\n'
+    '@str4 = private unnamed_addr addrspace(4) constant [14 x i8] c"four %d %llx\\0A\\00", align 1\n'
+    '@fmt = private unnamed_addr addrspace(4) constant [12 x i8] c"classic %u\\0A\\00"\n'
+)
+BODY = (
+    "define void @main(ptr addrspace(7) %buf, i32 %id) {\nentry:\n"
+    "  call void (...) @lgc.debug.printf(ptr nonnull @str, i32 42)\n"
+    "  call void (...) @lgc.debug.printf(ptr addrspace(4) @str4, i32 %id, i64 255)\n"
+    "  call void (...) @lgc.debug.printf(ptr addrspace(7) %buf, ptr addrspace(4) @fmt, i32 %id)\n"
+    "  ret void\n}\n"
+    "declare void @lgc.debug.printf(...)\n"
+)
+USER_DATA_NODES = (
+    "!lgc.user.data.nodes = !{!4, !5}\n"
+    '!4 = !{!"DescriptorTableVaPtr", i32 7, i32 0, i32 0, i32 1, i32 1}\n'
+    '!5 = !{!"DescriptorBuffer", i32 6, i32 0, i32 0, i32 4, i32 -16, i32 6, i32 4}\n'
+)
+
+
+def expected(invocations: int) -> list[str]:
+    return [line for n in range(invocations) for line in ("Test: 42\n", f"four {n} ff\n", f"classic {n}\n")]
+
+
+@pytest.mark.parametrize("defined", [False, True])
+def test_printf_without_a_buffer_operand_writes_to_the_runtime_buffer(defined):
+    definition = "@lgc.debug.printf.buffer = global ptr addrspace(7) null\n" if defined else ""
+    module = STRINGS + definition + BODY
+    result = run_sources([Source("llpc.ll", module)], invocations=3)
+    assert result.text() == "".join(expected(3))
+    lowered = lower_sources([Source("llpc.ll", module)]).ir
+    assert lowered.count("@lgc.debug.printf.buffer = ") == 1
+    assert lowered.count("load ptr addrspace(7), ptr @lgc.debug.printf.buffer") == 2
+
+
+def test_the_two_forms_together_on_two_threads():
+    result = run_sources([Source("llpc.ll", STRINGS + BODY)], invocations=64, threads=2)
+    assert Counter(result.text().splitlines(keepends=True)) == Counter(expected(64))
+
+
+def test_amdpal_removes_the_calls_with_a_warning_without_the_user_data_node(tmp_path):
+    module, elf = tmp_path / "llpc.ll", tmp_path / "llpc.o"
+    module.write_text(STRINGS + BODY)
+    done = subprocess.run(
+        [*DPRINTF, "compile", str(module), "-o", str(elf)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0
+    assert done.stderr.splitlines() == [
+        f"warning: {module}:{line}: call {call} to @lgc.debug.printf in function @main has no buffer operand "
+        "and the module no printf buffer node: the call is removed"
+        for call, line in ((1, 6), (2, 7))
+    ]
+    inspect = subprocess.run([*DPRINTF, "inspect", str(elf)], capture_output=True, text=True, check=True)
+    assert inspect.stdout.count(".string:") == 1 and '"classic %u\\n"' in inspect.stdout
+
+
+def test_amdpal_with_the_user_data_node_is_refused_not_silently_dropped(tmp_path):
+    module, elf = tmp_path / "llpc.ll", tmp_path / "llpc.o"
+    module.write_text(STRINGS + BODY + USER_DATA_NODES)
+    done = subprocess.run(
+        [*DPRINTF, "compile", str(module), "-o", str(elf)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1 and not elf.exists()
+    assert done.stderr.splitlines()[0] == (
+        f"error: {module}:6: call 1 to @lgc.debug.printf in function @main: the printf buffer's user-data "
+        "node (set -16, binding 6) is not supported for amdpal yet"
+    )
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU and CuPy: {NO_GPU}")
+def test_printf_without_a_buffer_operand_on_the_gpu():
+    result = run_sources([Source("llpc.ll", STRINGS + BODY)], invocations=1 << 12, device="nvptx")
+    assert Counter(result.text().splitlines(keepends=True)) == Counter(expected(1 << 12))
