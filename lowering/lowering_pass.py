@@ -245,12 +245,12 @@ class _Lowering:
     def _lower_call(self, call: _Call) -> None:
         """Check the call, record its string in the table, and splice in a call to its helper."""
         operands = call.operands
-        if len(operands) < 2:
+        without_buffer = _without_buffer_operand(call)
+        if len(operands) < 2 and not without_buffer:
             missing = "buffer and format string operands" if not operands else "format string operand"
             self.problems.append((call, f"missing the {missing}"))
             return
         problems = len(self.problems)
-        without_buffer = _without_buffer_operand(call)
         if without_buffer and self.target.pal_metadata:
             self._remove_without_buffer(call)
             return
@@ -283,11 +283,15 @@ class _Lowering:
             (call.start, call.end, f"{load}{call.indent}call void @{helper.name}({replaced}){debug}")
         )
 
+    @functools.cached_property
+    def _has_llpc_printf_node(self) -> bool:
+        return _LLPC_PRINTF_NODE.search(self.module.text) is not None
+
     def _remove_without_buffer(self, call: _Call) -> None:
         """amdpal: LLPC finds the buffer in the user-data node of the internal descriptor set, binding 6.
         Without that node the call is removed with a warning, as LLPC removes it; with it, loading the
         buffer from user data is not implemented here, which is an error rather than a lost printf."""
-        if _LLPC_PRINTF_NODE.search(self.module.text):
+        if self._has_llpc_printf_node:
             self.problems.append(
                 (
                     call,

@@ -21,12 +21,14 @@ STRINGS = (
     '@str = private unnamed_addr constant [10 x i8] c"Test: %u\\0A\\00", align 1\n'
     '@str4 = private unnamed_addr addrspace(4) constant [14 x i8] c"four %d %llx\\0A\\00", align 1\n'
     '@fmt = private unnamed_addr addrspace(4) constant [12 x i8] c"classic %u\\0A\\00"\n'
+    '@plain = private unnamed_addr constant [7 x i8] c"plain\\0A\\00"\n'
 )
 BODY = (
     "define void @main(ptr addrspace(7) %buf, i32 %id) {\nentry:\n"
     "  call void (...) @lgc.debug.printf(ptr nonnull @str, i32 42)\n"
     "  call void (...) @lgc.debug.printf(ptr addrspace(4) @str4, i32 %id, i64 255)\n"
     "  call void (...) @lgc.debug.printf(ptr addrspace(7) %buf, ptr addrspace(4) @fmt, i32 %id)\n"
+    "  call void (...) @lgc.debug.printf(ptr @plain)\n"
     "  ret void\n}\n"
     "declare void @lgc.debug.printf(...)\n"
 )
@@ -38,7 +40,11 @@ USER_DATA_NODES = (
 
 
 def expected(invocations: int) -> list[str]:
-    return [line for n in range(invocations) for line in ("Test: 42\n", f"four {n} ff\n", f"classic {n}\n")]
+    return [
+        line
+        for n in range(invocations)
+        for line in ("Test: 42\n", f"four {n} ff\n", f"classic {n}\n", "plain\n")
+    ]
 
 
 @pytest.mark.parametrize("defined", [False, True])
@@ -49,7 +55,7 @@ def test_printf_without_a_buffer_operand_writes_to_the_runtime_buffer(defined):
     assert result.text() == "".join(expected(3))
     lowered = lower_sources([Source("llpc.ll", module)]).ir
     assert lowered.count("@lgc.debug.printf.buffer = ") == 1
-    assert lowered.count("load ptr addrspace(7), ptr @lgc.debug.printf.buffer") == 2
+    assert lowered.count("load ptr addrspace(7), ptr @lgc.debug.printf.buffer") == 3
 
 
 def test_the_two_forms_together_on_two_threads():
@@ -67,7 +73,7 @@ def test_amdpal_removes_the_calls_with_a_warning_without_the_user_data_node(tmp_
     assert done.stderr.splitlines() == [
         f"warning: {module}:{line}: call {call} to @lgc.debug.printf in function @main has no buffer operand "
         "and the module no printf buffer node: the call is removed"
-        for call, line in ((1, 6), (2, 7))
+        for call, line in ((1, 7), (2, 8), (4, 10))
     ]
     inspect = subprocess.run([*DPRINTF, "inspect", str(elf)], capture_output=True, text=True, check=True)
     assert inspect.stdout.count(".string:") == 1 and '"classic %u\\n"' in inspect.stdout
@@ -81,7 +87,7 @@ def test_amdpal_with_the_user_data_node_is_refused_not_silently_dropped(tmp_path
     )
     assert done.returncode == 1 and not elf.exists()
     assert done.stderr.splitlines()[0] == (
-        f"error: {module}:6: call 1 to @lgc.debug.printf in function @main: the printf buffer's user-data "
+        f"error: {module}:7: call 1 to @lgc.debug.printf in function @main: the printf buffer's user-data "
         "node (set -16, binding 6) is not supported for amdpal yet"
     )
 
