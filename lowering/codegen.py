@@ -17,7 +17,7 @@ import llvmlite.binding as llvm
 from metadata.elf_notes import with_table
 from metadata.errors import DprintfError
 
-from .ir_module import parse_source
+from .ir.reading import parse_source
 from .isolation import isolated
 from .lowered_module import LoweredModule
 from .targets import Target, get_target

@@ -4,14 +4,15 @@ The pass replaces a call by a call to a helper, one per (kind, buffer type, argu
 reserves the record with one atomic add and writes it. The branches (capacity check, abort's trap)
 live in the helper, so each splice in the caller is one straight-line instruction; LLVM's always-inliner
 then puts a copy of the helper in place of each call. This module classifies the arguments (how each IR
-type is packed) and writes the helpers' IR.
+type is packed) and builds the helpers with `llvmlite.ir`.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
+
+import llvmlite.ir as ir
 
 from metadata.layout import (
     ABORT_SIZE_DWORDS,
@@ -27,6 +28,8 @@ from metadata.layout import (
     entry_dwords,
 )
 
+from .ir.building import I32, I64, constant, declared, internal_function, store_atomic
+from .ir.types import parse_type
 from .targets import Target
 
 PRINTF = "printf"
@@ -34,64 +37,63 @@ ABORT = "abort"
 SIGN_EXTENDED = "signext"  # the call operand attribute after which a narrow integer widens with its sign
 
 # IR scalar -> (buffer kind, IR bits, cast that widens it, IR type stored): SPEC section 4.
-_SCALARS = {
-    "i1": (INTEGER, 1, "zext", "i32"),
-    "i8": (INTEGER, 8, "zext", "i32"),
-    "i16": (INTEGER, 16, "zext", "i32"),
-    "i32": (INTEGER, 32, None, "i32"),
-    "i64": (INTEGER, 64, None, "i64"),
-    "half": (FLOAT, 16, "fpext", "float"),
-    "float": (FLOAT, 32, None, "float"),
-    "double": (FLOAT, 64, None, "double"),
+_SCALARS: dict[ir.Type, tuple[str, int, str | None, ir.Type]] = {
+    ir.IntType(1): (INTEGER, 1, "zext", I32),
+    ir.IntType(8): (INTEGER, 8, "zext", I32),
+    ir.IntType(16): (INTEGER, 16, "zext", I32),
+    I32: (INTEGER, 32, None, I32),
+    I64: (INTEGER, 64, None, I64),
+    ir.HalfType(): (FLOAT, 16, "fpext", ir.FloatType()),
+    ir.FloatType(): (FLOAT, 32, None, ir.FloatType()),
+    ir.DoubleType(): (FLOAT, 64, None, ir.DoubleType()),
 }
-_ALLOWED = f"{', '.join(_SCALARS)}, or fixed vectors of them"
-_VECTOR = re.compile(r"<(\d+) x ([^<>]+)>\Z")
+_ALLOWED = f"{', '.join(map(str, _SCALARS))}, or fixed vectors of them"
 
 
 @dataclass(frozen=True, slots=True)
 class Argument:
     """A variadic argument: its IR type, its buffer type, the cast that widens it and the IR type stored."""
 
-    ir_type: str
+    ir_type: ir.Type
     arg_type: ArgType
     cast: str | None
-    stored: str
+    stored: ir.Type
 
 
 @functools.lru_cache(maxsize=256)
 def classify(ir_type: str, sign_extended: bool = False) -> Argument | str:
     """How an argument of `ir_type` is packed (SPEC section 4), or why it cannot be. A narrow integer
     widens by zero extension, or by sign extension when `sign_extended` (its `signext`, SPEC 9)."""
-    lanes, scalar = 0, ir_type
-    vector = _VECTOR.match(ir_type)
-    if vector is not None:
-        lanes, scalar = int(vector.group(1)), vector.group(2)
-    widening = _SCALARS.get(scalar)
-    if widening is None:
-        return (
-            f"type {ir_type} is {_what_is(ir_type, scalar if vector else None)}; arguments must be {_ALLOWED}"
-        )
+    parsed = parse_type(ir_type)
+    lanes, scalar = 0, parsed
+    if isinstance(parsed, ir.VectorType):
+        lanes, scalar = parsed.count, parsed.element
+    widening = _SCALARS.get(scalar) if scalar is not None else None
+    if parsed is None or widening is None:
+        return f"type {ir_type} is {_what_is(ir_type, parsed)}; arguments must be {_ALLOWED}"
     kind, bits, cast, stored = widening
     if sign_extended and cast == "zext":
         cast = "sext"
     return Argument(
-        ir_type, ArgType.widened(kind, bits, lanes), cast, f"<{lanes} x {stored}>" if lanes else stored
+        parsed, ArgType.widened(kind, bits, lanes), cast, ir.VectorType(stored, lanes) if lanes else stored
     )
 
 
-def _what_is(ir_type: str, element: str | None) -> str:
-    if ir_type.startswith("<vscale"):
-        return "a scalable vector"
-    if element is not None:
-        return f"a vector of {element}"
-    if ir_type.startswith("ptr"):
+def _what_is(text: str, parsed: ir.Type | None) -> str:
+    if isinstance(parsed, ir.VectorType):
+        return f"a vector of {parsed.element}"
+    if isinstance(parsed, ir.PointerType):
         return "a pointer"
-    if ir_type.startswith("["):
+    if isinstance(parsed, ir.ArrayType):
         return "an array"
-    if ir_type[:1] in "{<%":
+    if isinstance(parsed, ir.BaseStructType):
         return "a structure"
-    if re.fullmatch(r"i\d+", ir_type):
+    if isinstance(parsed, ir.IntType):
         return "an integer of an unsupported width"
+    if text.startswith("<vscale"):
+        return "a scalable vector"
+    if text[:1] in "{<%":
+        return "a structure"
     return "not supported"
 
 
@@ -120,8 +122,10 @@ class Helper:
         object.__setattr__(self, "entry_dwords", entry_dwords(layout))
 
 
-def helper_definition(helper: Helper, target: Target, reserve: str | None = None) -> str:
-    """The IR of a helper, called as `helper(buffer, i64 header, arguments...)`.
+def define_helper(
+    module: ir.Module, helper: Helper, target: Target, reserve: ir.Function | None = None
+) -> ir.Function:
+    """Define the helper in `module`, called as `helper(buffer, i64 header, arguments...)`.
 
     Recipe: reserve the record with one 64-bit atomic add on `bufferOffset` (or through `reserve`, the
     warp-aggregated equivalent returning the same old value); clamp the old value to
@@ -131,66 +135,65 @@ def helper_definition(helper: Helper, target: Target, reserve: str | None = None
     size in bytes, that entry, and a zero dword when padding to 8 bytes, the size stored last with
     release ordering; then a fence and `llvm.trap`.
     """
-    buffer, layout = helper.buffer_type, helper.layout
+    buffer_type = parse_type(helper.buffer_type)
     is_abort = helper.kind == ABORT
-    size = abort_record_dwords(layout) if is_abort else helper.entry_dwords
-    parameters = ", ".join(
-        [f"{buffer} %buffer", "i64 %header"]
-        + [f"{argument.ir_type} %a{index}" for index, argument in enumerate(helper.arguments)]
+    size = constant(abort_record_dwords(helper.layout) if is_abort else helper.entry_dwords)
+    parameters = [(buffer_type, "buffer"), (I64, "header")]
+    parameters += [(argument.ir_type, f"a{index}") for index, argument in enumerate(helper.arguments)]
+    attributes = ["noinline" if helper.outlined else "alwaysinline", "nounwind"]
+    function = internal_function(
+        module, helper.name, ir.VoidType(), parameters, [*attributes, "noreturn"] if is_abort else attributes
     )
-    exit_label = "stop" if is_abort else "done"
-    inlining = "noinline" if helper.outlined else "alwaysinline"
-    attributes = f"{inlining} nounwind noreturn" if is_abort else f"{inlining} nounwind"
+    buffer, header, *values = function.args
+    builder = ir.IRBuilder(function.append_basic_block("reserve"))
     if reserve is None:
-        reservation = f"atomicrmw add {buffer} %buffer, i64 {size} monotonic, align 8"
+        old = builder.atomic_rmw("add", buffer, size, "monotonic", name="old")
     else:
-        reservation = f"call i64 @{reserve}({buffer} %buffer, i64 {size})"
-    lines = [
-        f"define internal void @{helper.name}({parameters}) {attributes} {{",
-        "reserve:",
-        f"  %old = {reservation}",
-        f"  %low = icmp ult i64 %old, {OFFSET_CLAMP_DWORDS}",
-        f"  %at = select i1 %low, i64 %old, i64 {OFFSET_CLAMP_DWORDS}",
-    ]
-    if target.checks_capacity:
-        lines += [
-            f"  %cap.ptr = getelementptr i8, {buffer} %buffer, i64 {CAPACITY_BYTE_OFFSET}",
-            f"  %cap = load i32, {buffer} %cap.ptr, align 4",
-            "  %cap.wide = zext i32 %cap to i64",
-            f"  %end = add i64 %old, {size}",
-            "  %fits = icmp ule i64 %end, %cap.wide",
-            f"  br i1 %fits, label %write, label %{exit_label}",
-            "write:",
-        ]
+        old = builder.call(reserve, [buffer, size], name="old")
+    clamp = constant(OFFSET_CLAMP_DWORDS)
+    at = builder.select(builder.icmp_unsigned("<", old, clamp, name="low"), old, clamp, name="at")
+    write = function.append_basic_block("write") if target.checks_capacity else None
+    exit_block = function.append_basic_block("stop" if is_abort else "done")
+    if write is not None:
+        capacity_at = builder.gep(
+            buffer, [constant(CAPACITY_BYTE_OFFSET)], source_etype=ir.IntType(8), name="cap.ptr"
+        )
+        capacity = builder.zext(builder.load(capacity_at, typ=I32, align=4, name="cap"), I64, name="cap.wide")
+        fits = builder.icmp_unsigned("<=", builder.add(old, size, name="end"), capacity, name="fits")
+        builder.cbranch(fits, write, exit_block)
+        builder.position_at_end(write)
     # `[HEADER_DWORDS x i32]` steps over the buffer header: dword HEADER_DWORDS + %at.
-    lines.append(f"  %rec = getelementptr [{HEADER_DWORDS} x i32], {buffer} %buffer, i64 1, i64 %at")
-    entry = "%rec"
+    record = builder.gep(buffer, [constant(1), at], source_etype=ir.ArrayType(I32, HEADER_DWORDS), name="rec")
+    entry = record
     if is_abort:
-        lines.append(f"  %entry = getelementptr i32, {buffer} %rec, i64 {ABORT_SIZE_DWORDS}")
-        entry = "%entry"
-    lines.append(f"  store i64 %header, {buffer} {entry}, align 4")
+        entry = builder.gep(record, [constant(ABORT_SIZE_DWORDS)], source_etype=I32, name="entry")
+    builder.store(header, entry, align=4)
     dword = ENTRY_HEADER_DWORDS
-    for index, argument in enumerate(helper.arguments):
-        value = f"%a{index}"
+    for index, (argument, value) in enumerate(zip(helper.arguments, values, strict=True)):
         if argument.cast is not None:
-            lines.append(
-                f"  %a{index}.wide = {argument.cast} {argument.ir_type} {value} to {argument.stored}"
-            )
-            value = f"%a{index}.wide"
-        lines += [
-            f"  %a{index}.ptr = getelementptr i32, {buffer} {entry}, i64 {dword}",
-            f"  store {argument.stored} {value}, {buffer} %a{index}.ptr, align 4",
-        ]
+            value = _widen(builder, argument, value, index)
+        slot = builder.gep(entry, [constant(dword)], source_etype=I32, name=f"a{index}.ptr")
+        builder.store(value, slot, align=4)
         dword += argument.arg_type.dwords
-    if is_abort and size > ABORT_SIZE_DWORDS + dword:
-        lines += [
-            f"  %pad.ptr = getelementptr i32, {buffer} {entry}, i64 {dword}",
-            f"  store i32 0, {buffer} %pad.ptr, align 4",
-        ]
+    if is_abort and abort_record_dwords(helper.layout) > ABORT_SIZE_DWORDS + dword:
+        padding = builder.gep(entry, [constant(dword)], source_etype=I32, name="pad.ptr")
+        builder.store(constant(0, I32), padding, align=4)
     if is_abort:
         # payloadBytes last, released after the entry: a record whose writer died half-way reads as
         # size 0. Records are whole numbers of 8 bytes from an 8-byte aligned start, so this is aligned.
-        lines.append(f"  store atomic i64 {helper.entry_dwords * 4}, {buffer} %rec release, align 8")
-    lines += [f"  br label %{exit_label}", f"{exit_label}:"]
-    lines += ["  fence seq_cst", "  call void @llvm.trap()", "  unreachable"] if is_abort else ["  ret void"]
-    return "\n" + "\n".join(lines) + "\n}\n"
+        store_atomic(builder, constant(helper.entry_dwords * 4), record, "release", 8)
+    builder.branch(exit_block)
+    builder.position_at_end(exit_block)
+    if is_abort:
+        builder.fence("seq_cst")
+        builder.call(declared(module, "llvm.trap", ir.VoidType(), []), [])
+        builder.unreachable()
+    else:
+        builder.ret_void()
+    return function
+
+
+def _widen(builder: ir.IRBuilder, argument: Argument, value: ir.Value, index: int) -> ir.Value:
+    """The argument widened as it is stored: `zext`, `sext` or `fpext`."""
+    cast = {"zext": builder.zext, "sext": builder.sext, "fpext": builder.fpext}[argument.cast or ""]
+    return cast(value, argument.stored, name=f"a{index}.wide")

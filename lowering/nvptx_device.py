@@ -33,7 +33,8 @@ from .codegen import optimize, target_machine
 from .device import DeviceError, DeviceRun, EntryPoint, Image, Launch
 from .device_worker import Job, run_worker, runtime_globals_job, serve, whole_pages
 from .diagnostics import LoweringError
-from .ir_module import parse_source, verify
+from .ir.lexer import bare_name, global_references
+from .ir.reading import parse_source, verify
 from .isolation import isolated
 from .runtime_globals import define_declared_globals
 from .targets import Target, get_target
@@ -130,7 +131,7 @@ def kernel_ptx(
     The `runtime_globals` it only declares are defined (`runtime_globals.define_declared_globals`).
     DeviceError when the module does not compile, or already defines the kernel's name.
     """
-    if re.search(rf"@{KERNEL_NAME}\b|@\"{KERNEL_NAME}\"", ir):
+    if any(bare_name(name) == KERNEL_NAME for name in global_references(ir)):
         raise DeviceError(f"the module already defines @{KERNEL_NAME}, the name of the nvptx device's kernel")
     return isolated("compiling for nvptx", _kernel_ptx, ir, entry, cpu, tuple(runtime_globals))
 

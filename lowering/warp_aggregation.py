@@ -27,74 +27,67 @@ each had issued its own monotonic add.
 
 from __future__ import annotations
 
-import re
+import llvmlite.ir as ir
 
-_INTRINSICS = {
-    "llvm.nvvm.activemask": "declare i32 @llvm.nvvm.activemask()",
-    "llvm.nvvm.match.any.sync.i64": "declare i32 @llvm.nvvm.match.any.sync.i64(i32, i64)",
-    "llvm.nvvm.read.ptx.sreg.laneid": "declare i32 @llvm.nvvm.read.ptx.sreg.laneid()",
-    "llvm.nvvm.read.ptx.sreg.lanemask.lt": "declare i32 @llvm.nvvm.read.ptx.sreg.lanemask.lt()",
-    "llvm.nvvm.shfl.sync.idx.i32": "declare i32 @llvm.nvvm.shfl.sync.idx.i32(i32, i32, i32, i32)",
-    "llvm.cttz.i32": "declare i32 @llvm.cttz.i32(i32, i1 immarg)",
-    "llvm.ctpop.i32": "declare i32 @llvm.ctpop.i32(i32)",
-}
+from .ir.building import I32, I64, constant, declared, internal_function
+
 _SHUFFLE_WHOLE_WARP = 31  # shfl.sync's `c` operand for an index shuffle over all 32 lanes
 
 
-def intrinsic_declarations(module_text: str) -> str:
-    """Declarations of the intrinsics `warp_aggregated_reserve_ir` calls that `module_text` lacks."""
-    return "".join(
-        f"{declaration}\n"
-        for intrinsic, declaration in _INTRINSICS.items()
-        if not re.search(rf"^declare [^@\n]*@{re.escape(intrinsic)}\(", module_text, re.M)
-    )
-
-
-def warp_aggregated_reserve_ir(name: str, buffer_type: str) -> str:
-    """IR defining `@name(buffer_type %counter, i64 %size) -> i64`, the warp-aggregated atomic add.
+def define_warp_aggregated_reserve(module: ir.Module, name: str, buffer_type: ir.Type) -> ir.Function:
+    """Define `@name(buffer_type %counter, i64 %size) -> i64` in `module`, the warp-aggregated atomic
+    add, with the intrinsics it calls.
 
     Returns what the calling lane's own `atomicrmw add %counter, %size monotonic` would have returned.
-    The module needs `intrinsic_declarations` too.
     """
-    return "\n".join(
-        [
-            "",
-            f"define internal i64 @{name}({buffer_type} %counter, i64 %size) alwaysinline nounwind {{",
-            "entry:",
-            "  %active = call i32 @llvm.nvvm.activemask()",
-            f"  %address = ptrtoint {buffer_type} %counter to i64",
-            "  %group = call i32 @llvm.nvvm.match.any.sync.i64(i32 %active, i64 %address)",
-            "  %lane = call i32 @llvm.nvvm.read.ptx.sreg.laneid()",
-            "  %lower = call i32 @llvm.nvvm.read.ptx.sreg.lanemask.lt()",
-            "  %leader = call i32 @llvm.cttz.i32(i32 %group, i1 true)",
-            "  %ahead = and i32 %group, %lower",
-            "  %rank = call i32 @llvm.ctpop.i32(i32 %ahead)",
-            "  %leads = icmp eq i32 %lane, %leader",
-            "  br i1 %leads, label %reserve, label %share",
-            "reserve:",
-            "  %lanes = call i32 @llvm.ctpop.i32(i32 %group)",
-            "  %lanes.wide = zext i32 %lanes to i64",
-            "  %total = mul i64 %lanes.wide, %size",
-            f"  %first = atomicrmw add {buffer_type} %counter, i64 %total monotonic, align 8",
-            "  br label %share",
-            "share:",
-            "  %reserved = phi i64 [ %first, %reserve ], [ 0, %entry ]",
-            "  %reserved.low = trunc i64 %reserved to i32",
-            "  %reserved.high.wide = lshr i64 %reserved, 32",
-            "  %reserved.high = trunc i64 %reserved.high.wide to i32",
-            "  %base.low = call i32 @llvm.nvvm.shfl.sync.idx.i32("
-            f"i32 %active, i32 %reserved.low, i32 %leader, i32 {_SHUFFLE_WHOLE_WARP})",
-            "  %base.high = call i32 @llvm.nvvm.shfl.sync.idx.i32("
-            f"i32 %active, i32 %reserved.high, i32 %leader, i32 {_SHUFFLE_WHOLE_WARP})",
-            "  %base.low.wide = zext i32 %base.low to i64",
-            "  %base.high.wide = zext i32 %base.high to i64",
-            "  %base.high.shifted = shl i64 %base.high.wide, 32",
-            "  %base = or i64 %base.high.shifted, %base.low.wide",
-            "  %rank.wide = zext i32 %rank to i64",
-            "  %skipped = mul i64 %rank.wide, %size",
-            "  %old = add i64 %base, %skipped",
-            "  ret i64 %old",
-            "}",
-            "",
-        ]
+
+    def intrinsic(intrinsic_name: str, *parameters: ir.Type) -> ir.Function:
+        return declared(module, intrinsic_name, I32, list(parameters))
+
+    function = internal_function(
+        module, name, I64, [(buffer_type, "counter"), (I64, "size")], ["alwaysinline", "nounwind"]
     )
+    counter, size = function.args
+    entry = function.append_basic_block("entry")
+    reserve = function.append_basic_block("reserve")
+    share = function.append_basic_block("share")
+    builder = ir.IRBuilder(entry)
+    active = builder.call(intrinsic("llvm.nvvm.activemask"), [], name="active")
+    address = builder.ptrtoint(counter, I64, name="address")
+    group = builder.call(intrinsic("llvm.nvvm.match.any.sync.i64", I32, I64), [active, address], name="group")
+    lane = builder.call(intrinsic("llvm.nvvm.read.ptx.sreg.laneid"), [], name="lane")
+    lower = builder.call(intrinsic("llvm.nvvm.read.ptx.sreg.lanemask.lt"), [], name="lower")
+    leader = builder.call(
+        intrinsic("llvm.cttz.i32", I32, ir.IntType(1)), [group, ir.Constant(ir.IntType(1), 1)], name="leader"
+    )
+    population = intrinsic("llvm.ctpop.i32", I32)
+    rank = builder.call(population, [builder.and_(group, lower, name="ahead")], name="rank")
+    builder.cbranch(builder.icmp_unsigned("==", lane, leader, name="leads"), reserve, share)
+
+    builder.position_at_end(reserve)
+    lanes = builder.zext(builder.call(population, [group], name="lanes"), I64, name="lanes.wide")
+    first = builder.atomic_rmw(
+        "add", counter, builder.mul(lanes, size, name="total"), "monotonic", name="first"
+    )
+    builder.branch(share)
+
+    builder.position_at_end(share)
+    reserved = builder.phi(I64, name="reserved")
+    reserved.add_incoming(first, reserve)
+    reserved.add_incoming(constant(0), entry)
+    shuffle = intrinsic("llvm.nvvm.shfl.sync.idx.i32", I32, I32, I32, I32)
+    halves = []
+    for half, bits in (
+        ("low", reserved),
+        ("high", builder.lshr(reserved, constant(32), name="reserved.high.wide")),
+    ):
+        narrow = builder.trunc(bits, I32, name=f"reserved.{half}")
+        shared = builder.call(
+            shuffle, [active, narrow, leader, constant(_SHUFFLE_WHOLE_WARP, I32)], name=f"base.{half}"
+        )
+        halves.append(builder.zext(shared, I64, name=f"base.{half}.wide"))
+    low, high = halves
+    base = builder.or_(builder.shl(high, constant(32), name="base.high.shifted"), low, name="base")
+    skipped = builder.mul(builder.zext(rank, I64, name="rank.wide"), size, name="skipped")
+    builder.ret(builder.add(base, skipped, name="old"))
+    return function

@@ -14,6 +14,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import llvmlite.ir as ir
 import numpy as np
 import pytest
 from dprintf_ir import ABORT, DECLARATIONS, PRINTF, c_format, call, constant, run_ir, string_global
@@ -29,9 +30,10 @@ from lowering.harness import (
     run_lowered,
     run_sources,
 )
+from lowering.ir.model import Module
 from lowering.lowering_pass import Source, lower_sources
 from lowering.nvptx_device import KERNEL_NAME, gpu_count, kernel_ptx
-from lowering.warp_aggregation import intrinsic_declarations, warp_aggregated_reserve_ir
+from lowering.warp_aggregation import define_warp_aggregated_reserve
 from metadata.layout import HEADER_BYTES, ArgType, entry_dwords
 from metadata.printf_buffer import decode_printf_buffer
 from metadata.table import FormatEntry
@@ -112,7 +114,8 @@ def test_a_module_defining_the_kernel_name_is_refused():
 
 
 def test_the_warp_aggregated_reserve_issues_one_atomic_from_the_leader_lane():
-    reserve = warp_aggregated_reserve_ir("reserve", "ptr addrspace(1)")
+    helpers = ir.Module()
+    define_warp_aggregated_reserve(helpers, "reserve", ir.PointerType(addrspace=1))
     body = (
         "define void @main(ptr addrspace(1) %buf, i32 %id) {\n"
         "  %old = call i64 @reserve(ptr addrspace(1) %buf, i64 5)\n"
@@ -120,7 +123,10 @@ def test_the_warp_aggregated_reserve_issues_one_atomic_from_the_leader_lane():
         "  store i32 %id, ptr addrspace(1) %slot, align 4\n  ret void\n}\n"
     )
     existing = "declare i32 @llvm.ctpop.i32(i32)\n"  # a module may declare some of them already
-    text = existing + intrinsic_declarations(existing + body) + reserve + body
+    module = Module.parse(existing + body)
+    module.add_ir(helpers)
+    text = str(module)
+    assert text.count("declare i32 @llvm.ctpop.i32") == 1
     ptx = kernel_ptx(text, EntryPoint("main", False))
     assert ptx.count("atom.global.add.u64") == 1
     for instruction in ("activemask.b32", "match.any.sync.b64", "shfl.sync.idx.b32", "popc.b32"):
