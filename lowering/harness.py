@@ -22,9 +22,9 @@ import llvmlite.binding as llvm
 
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_builder import build_buffer
-from metadata.layout import HEADER_BYTES, OFFSET_CLAMP_DWORDS
 from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.table import FormatTable
+from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
 
 from .device import (
     DEFAULT_ABORT_BUFFER_BYTES,

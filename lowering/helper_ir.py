@@ -14,16 +14,13 @@ from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
 
-from metadata.layout import (
+from metadata.layout import FLOAT, INTEGER, ArgType, Layout
+from metadata.wire import (
     ABORT_SIZE_DWORDS,
     CAPACITY_BYTE_OFFSET,
     ENTRY_HEADER_DWORDS,
-    FLOAT,
     HEADER_DWORDS,
-    INTEGER,
     OFFSET_CLAMP_DWORDS,
-    ArgType,
-    Layout,
     abort_record_dwords,
     entry_dwords,
 )

@@ -27,8 +27,8 @@ import llvmlite.ir as ir
 from metadata.elf_notes import pal_metadata_ir
 from metadata.errors import DprintfError
 from metadata.formats import conversion_specs, parse_format
-from metadata.layout import MAX_ENTRY_DWORDS, entry_header
 from metadata.table import FormatEntry, FormatTable, unpack_document
+from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
 from .codegen import module_layout, target_machine
 from .diagnostics import Diagnostic, LoweringError

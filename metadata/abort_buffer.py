@@ -8,8 +8,9 @@ NUL-terminated UTF-8 format string, zero padding to 4 bytes, the packed argument
 joins payloads into the `pMessageData` blob (`{uint64 size; payload}` pairs, each starting on an
 8-byte boundary) and `parse_message_data` reads one back, with the proposal's reader loop done right.
 
-Aborts are rare, so the walk is a plain loop over records; like the printf decoder, it reports what
-is wrong as an `Issue` and raises only for a buffer shorter than its header.
+Aborts are rare, so the framing steps one record at a time through the same record walk as printf
+(`record_walk`); it reports what is wrong as an `Issue` and raises only for a buffer shorter than its
+header.
 """
 
 from __future__ import annotations
@@ -17,34 +18,31 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .buffer_region import Issue, read_region
 from .cformat import format_values
 from .errors import BufferDecodeError
-from .layout import (
+from .format_catalog import DecodableFormat, FormatCatalog, FormatLookup
+from .record_walk import RecordFields, RecordWalk
+from .wire import (
     ABORT_SIZE_DWORDS,
     ENTRY_HEADER_DWORDS,
     MAX_ENTRY_DWORDS,
     RECORD_ALIGNMENT_DWORDS,
+    Value,
     abort_record_dwords,
+    argument_columns,
+    read_abort_fields,
     record_dwords,
+    row_values,
     split_entry_header,
 )
-from .printf_buffer import (
-    DecodableFormat,
-    FormatCatalog,
-    FormatLookup,
-    Issue,
-    Value,
-    argument_columns,
-    read_region,
-    row_values,
-)
 
-_SIZE = struct.Struct("<Q")
+_MESSAGE_SIZE = struct.Struct("<Q")  # before each payload in pMessageData
 MIN_RECORD_DWORDS = record_dwords(ENTRY_HEADER_DWORDS)
 MAX_RECORD_DWORDS = record_dwords(MAX_ENTRY_DWORDS)
 
@@ -113,7 +111,7 @@ def message_data(payloads: Iterable[bytes]) -> bytes:
     """`{uint64 size; payload}` pairs, each starting on an 8-byte boundary (zeros pad each payload)."""
     blob = bytearray()
     for payload in payloads:
-        blob += _SIZE.pack(len(payload)) + payload
+        blob += _MESSAGE_SIZE.pack(len(payload)) + payload
         blob += bytes(-len(blob) % 8)
     return bytes(blob)
 
@@ -125,12 +123,12 @@ def parse_message_data(blob: bytes) -> list[bytes]:
     payloads = []
     position = 0
     while position < len(blob):
-        if len(blob) - position < _SIZE.size:
+        if len(blob) - position < _MESSAGE_SIZE.size:
             raise BufferDecodeError(
                 f"pMessageData: {len(blob) - position} byte(s) at byte {position} are too few for a size"
             )
-        (size,) = _SIZE.unpack_from(blob, position)
-        start = position + _SIZE.size
+        (size,) = _MESSAGE_SIZE.unpack_from(blob, position)
+        start = position + _MESSAGE_SIZE.size
         if size > len(blob) - start:
             raise BufferDecodeError(
                 f"pMessageData: the message at byte {position} has {size} byte(s), {len(blob) - start} remain"
@@ -148,7 +146,8 @@ def decode_abort_buffer(data: Any, table: FormatLookup, capacity: int | None = N
     """
     region = read_region(data, capacity, "abort")
     catalog = FormatCatalog(table)
-    walk = _RecordWalk(region.words, region.end, catalog, region.overflowed)
+    framing = AbortFraming()
+    walk = RecordWalk(region, catalog, framing)
     walk.run()
     lost = region.dropped_dwords + walk.unused_dwords
     return AbortDecoding(
@@ -158,7 +157,7 @@ def decode_abort_buffer(data: Any, table: FormatLookup, capacity: int | None = N
         dropped_dwords=region.dropped_dwords,
         unused_dwords=walk.unused_dwords,
         dropped_records=_record_count_bounds(lost, catalog),
-        messages=tuple(walk.messages),
+        messages=tuple(framing.messages),
         issues=region.issues + tuple(walk.issues),
     )
 
@@ -176,123 +175,88 @@ def _record_count_bounds(lost: int, catalog: FormatCatalog) -> tuple[int, int]:
     return least, max(least, lost // min(sizes))
 
 
-@dataclass
-class _RecordWalk:
-    """The records of `words[:end]`, in order, as messages and issues."""
+class AbortFraming:
+    """Abort records: payloadBytes, an entry, padding to 8 bytes; each decoded one an `AbortMessage`."""
 
-    words: np.ndarray
-    end: int
-    catalog: FormatCatalog
-    overflowed: bool
-    messages: list[AbortMessage] = field(default_factory=list)
-    issues: list[Issue] = field(default_factory=list)
-    unused_dwords: int = 0
+    noun = "abort"
+    zero_record = "zero record"
 
-    def run(self) -> None:
-        position = 0
-        while position < self.end:
-            position = self._record(position)
+    def __init__(self) -> None:
+        self.messages: list[AbortMessage] = []
 
-    def _fields(self, position: int) -> tuple[int, int]:
-        """(payloadBytes, entry header) of the record at `position`; dwords past the end read as 0."""
-        dwords = [int(word) for word in self.words[position : min(position + 4, self.end)]]
-        dwords += [0] * (4 - len(dwords))
-        return dwords[0] | dwords[1] << 32, dwords[2] | dwords[3] << 32
+    def fast_forward(self, walk: RecordWalk, position: int) -> int | None:
+        return None
 
-    def _record(self, position: int) -> int:
-        """Decode the record at `position`, reporting what is wrong; the next position."""
-        payload_bytes, header = self._fields(position)
-        if payload_bytes == 0 and header == 0:
-            return self._resync(position)
+    def fields(self, walk: RecordWalk, position: int) -> RecordFields:
+        payload_bytes, header = read_abort_fields(walk.words, position, walk.end)
         size, index = split_entry_header(header)
-        if size < ENTRY_HEADER_DWORDS:
-            return self._stop(
-                position, f"corrupt record: entrySize {size} in entry header {header:#018x} is below 2"
-            )
-        dwords = record_dwords(size)
-        if dwords > self.end - position:
-            return self._stop(
+        zero = payload_bytes == 0 and header == 0
+        return RecordFields(header, size, index, record_dwords(size), zero, payload_bytes)
+
+    def too_small(self, fields: RecordFields) -> str:
+        return f"corrupt record: entrySize {fields.size} in entry header {fields.header:#018x} is below 2"
+
+    def past_end(self, fields: RecordFields, end: int) -> str:
+        return (
+            f"record of {fields.dwords} dwords (entrySize {fields.size}, ID {fields.index:#014x}) runs past "
+            f"the end of the written range at dword {end}"
+        )
+
+    def complete(self, walk: RecordWalk, position: int, fields: RecordFields) -> bool:
+        """A record whose payloadBytes (written last) is 0 was never completed."""
+        if fields.payload_bytes == 0:
+            walk.report(
                 position,
-                f"record of {dwords} dwords (entrySize {size}, ID {index:#014x}) runs past the end of the "
-                f"written range at dword {self.end}",
+                f"record of {fields.dwords} dwords (ID {fields.index:#014x}) was allocated but never "
+                "completed (payloadBytes, written last, is 0): not decoded",
             )
-        if payload_bytes == 0:
-            self._report(
-                position,
-                f"record of {dwords} dwords (ID {index:#014x}) was allocated but never completed "
-                "(payloadBytes, written last, is 0): not decoded",
+            return False
+        if fields.payload_bytes != 4 * fields.size:
+            declared = f"payloadBytes is {fields.payload_bytes}"
+            walk.report(position, f"{declared} but entrySize {fields.size} makes {4 * fields.size}")
+        return True
+
+    def unknown(self, walk: RecordWalk, position: int, fields: RecordFields, why: str | None) -> int:
+        if why is None:
+            walk.report(
+                position, f"abort with unknown format string ID {fields.index:#014x}: its message is lost"
             )
-            return position + dwords
-        if payload_bytes != 4 * size:
-            self._report(position, f"payloadBytes is {payload_bytes} but entrySize {size} makes {4 * size}")
-        found = self.catalog.lookup(index)
-        if found is None:
-            self._report(position, f"abort with unknown format string ID {index:#014x}: its message is lost")
-        elif isinstance(found, str):
-            self._report(position, f"abort message not decoded: {found}")
         else:
-            decoded, problem = found.fit(size, "abort")
-            if problem is not None:
-                self._report(position, problem)
-            if decoded:
-                self.messages.append(self._message(position, found))
-        return position + dwords
+            walk.report(position, f"abort message not decoded: {why}")
+        return position + fields.dwords
 
-    def _message(self, position: int, found: DecodableFormat) -> AbortMessage:
-        entry = self.words[position + ABORT_SIZE_DWORDS : position + ABORT_SIZE_DWORDS + found.dwords]
+    def decoded(self, walk: RecordWalk, position: int, found: DecodableFormat) -> None:
+        entry = walk.words[position + ABORT_SIZE_DWORDS : position + ABORT_SIZE_DWORDS + found.dwords]
         values = row_values(argument_columns(found.layout, entry.reshape(1, -1).copy()), 0, 1)[0]
-        arguments = entry[ENTRY_HEADER_DWORDS:].tobytes()
-        return AbortMessage(
-            offset=position,
-            id=found.entry.index,
-            format=found.entry.string,
-            values=values,
-            text=format_values(found.format, values),
-            payload=khr_payload(found.entry.string, arguments),
+        self.messages.append(
+            AbortMessage(
+                offset=position,
+                id=found.entry.index,
+                format=found.entry.string,
+                values=values,
+                text=format_values(found.format, values),
+                payload=khr_payload(found.entry.string, entry[ENTRY_HEADER_DWORDS:].tobytes()),
+            )
         )
 
-    def _resync(self, position: int) -> int:
-        """After a zero record: go on at the next 8-byte aligned record of a known format with its size.
-
-        Zeros to the end of an overflowed buffer, fewer than the largest record, are the space of the
-        first record that did not fit: `unused_dwords`, not an issue.
-        """
-        target = self._next_record(position + RECORD_ALIGNMENT_DWORDS)
-        skipped = target - position
-        if (
-            target == self.end
-            and self.overflowed
-            and skipped < record_dwords(self.catalog.largest_entry_dwords)
-            and not self.words[position : self.end].any()
-        ):
-            self.unused_dwords = skipped
-            return target
-        where = f"dword {target}" if target < self.end else "the end of the written range"
-        self._report(
-            position, f"zero record (allocated but never written): skipped {skipped} dword(s) to {where}"
-        )
-        return target
-
-    def _next_record(self, start: int) -> int:
-        area = self.words[start : max(start, self.end)]
+    def next_record(self, walk: RecordWalk, start: int) -> int:
+        """The next 8-byte aligned record of a known format with its size, from `start` on."""
+        start += start % RECORD_ALIGNMENT_DWORDS
+        area = walk.words[start : max(start, walk.end)]
         for position in (
             np.flatnonzero(area[::RECORD_ALIGNMENT_DWORDS]) * RECORD_ALIGNMENT_DWORDS + start
         ).tolist():
-            payload_bytes, header = self._fields(position)
+            payload_bytes, header = read_abort_fields(walk.words, position, walk.end)
             size, index = split_entry_header(header)
-            found = self.catalog.lookup(index)
+            found = walk.catalog.lookup(index)
             if (
                 isinstance(found, DecodableFormat)
                 and size == found.dwords
                 and payload_bytes == 4 * size
-                and record_dwords(size) <= self.end - position
+                and record_dwords(size) <= walk.end - position
             ):
                 return position
-        return self.end
+        return walk.end
 
-    def _stop(self, position: int, message: str) -> int:
-        self._report(position, f"{message}; decoding stopped, {self.end - position} dword(s) not decoded")
-        return self.end
-
-    def _report(self, position: int, message: str) -> None:
-        self.issues.append(Issue(position, message))
+    def largest_record(self, catalog: FormatCatalog) -> int:
+        return record_dwords(catalog.largest_entry_dwords)

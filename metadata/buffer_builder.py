@@ -9,59 +9,24 @@ is written only where it fits in the capacity.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
-from .layout import (
-    BUFFER_HEADER,
-    FLOAT,
-    HEADER_BYTES,
-    OFFSET_CLAMP_DWORDS,
-    ArgType,
-    Layout,
-    entry_dwords,
-    entry_header,
-    record_dwords,
-)
+from . import wire
 from .table import FormatEntry
+from .wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
 
 Call = tuple[FormatEntry, Sequence[Any]]
-_FLOAT_TYPES: dict[int, np.dtype] = {32: np.dtype("<f4"), 64: np.dtype("<f8")}
-_BITS_TYPES: dict[int, np.dtype] = {32: np.dtype("<u4"), 64: np.dtype("<u8")}
-
-
-def pack_arguments(layout: Layout, values: Sequence[Any]) -> bytes:
-    """The payload of SPEC section 4: each argument's components in order, 64-bit ones low dword first."""
-    if len(values) != len(layout):
-        raise ValueError(f"{len(values)} value(s) for a layout of {len(layout)} argument(s)")
-    return b"".join(_pack(arg, value) for arg, value in zip(layout, values, strict=True))
-
-
-def _pack(arg: ArgType, value: Any) -> bytes:
-    components = list(value) if arg.vector else [value]
-    if len(components) != arg.components:
-        raise ValueError(f"{len(components)} component(s) for a {arg.token} argument")
-    if arg.kind == FLOAT:
-        return np.array(components, dtype=_FLOAT_TYPES[arg.bits]).tobytes()
-    mask = (1 << arg.bits) - 1
-    masked = [int(component) & mask for component in components]
-    return np.array(masked, dtype=_BITS_TYPES[arg.bits]).tobytes()
 
 
 def printf_entry(entry: FormatEntry, values: Sequence[Any]) -> bytes:
     """One printf entry: the 8-byte PrintfBufferEntryHeader, then the packed arguments."""
-    layout = entry.layout
-    return struct.pack("<Q", entry_header(entry.index, entry_dwords(layout))) + pack_arguments(layout, values)
+    return wire.printf_entry(entry.index, entry.layout, values)
 
 
 def abort_record(entry: FormatEntry, values: Sequence[Any]) -> bytes:
     """One abort record: the 8-byte payloadBytes, the entry, zero padding to 8 bytes."""
-    payload = printf_entry(entry, values)
-    record = struct.pack("<Q", len(payload)) + payload
-    return record + bytes(4 * record_dwords(len(payload) // 4) - len(record))
+    return wire.abort_record(entry.index, entry.layout, values)
 
 
 def build_buffer(
@@ -84,7 +49,7 @@ def build_buffer(
         offset += dwords
         if start + dwords <= capacity:
             buffer[HEADER_BYTES + 4 * start : HEADER_BYTES + 4 * (start + dwords)] = record
-    buffer[:HEADER_BYTES] = BUFFER_HEADER.pack(offset, capacity if reserved0 is None else reserved0, 0)
+    buffer[:HEADER_BYTES] = wire.buffer_header(offset, capacity if reserved0 is None else reserved0)
     return buffer
 
 

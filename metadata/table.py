@@ -22,7 +22,8 @@ import msgpack
 from .errors import FormatStringError, LinkError, TableError
 from .formats import FormatString, parse_format
 from .ids import format_string_id
-from .layout import ENTRY_HEADER_DWORDS, ID_MASK, MAX_ENTRY_DWORDS, Layout, sixty_four_bit_mask
+from .layout import Layout, sixty_four_bit_mask
+from .wire import ENTRY_HEADER_DWORDS, ID_MASK, MAX_ENTRY_DWORDS
 
 TABLE_KEY = "amdpal.format_strings"
 TABLE_VERSION = 1

@@ -22,8 +22,9 @@ from metadata.abort_buffer import (
 )
 from metadata.buffer_builder import abort_record, build_abort_buffer, build_buffer
 from metadata.errors import BufferDecodeError
-from metadata.layout import HEADER_BYTES, abort_record_dwords, entry_dwords, entry_header, parse_layout
+from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
+from metadata.wire import HEADER_BYTES, abort_record_dwords, entry_dwords, entry_header
 
 TEST_U = FormatEntry.for_call("test: %u", parse_layout("i32"))
 VECTOR = FormatEntry.for_call("bad position %v3f at %lld\n", parse_layout("v3f32,i64"))

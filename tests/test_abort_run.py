@@ -12,7 +12,7 @@ from dprintf_ir import ABORT, DECLARATIONS, PRINTF, c_format, call, constant, ru
 from lowering.cli import DEFAULT_ABORT_BUFFER_BYTES
 from lowering.harness import Ending
 from metadata.abort_buffer import parse_message_data
-from metadata.layout import HEADER_BYTES
+from metadata.wire import HEADER_BYTES
 
 ENTRY = "define void @main(ptr addrspace(7) %buf, ptr addrspace(7) %abort, i32 %id) {\nentry:\n"
 

@@ -25,8 +25,9 @@ from lowering.harness import (
 )
 from lowering.lowering_pass import Source
 from metadata.buffer_builder import printf_entry
-from metadata.layout import HEADER_BYTES, ArgType, entry_dwords
+from metadata.layout import ArgType
 from metadata.table import FormatEntry
+from metadata.wire import HEADER_BYTES, entry_dwords
 
 HEADER = struct.Struct("<QII")
 ID_LAYOUT = (ArgType("i", 32),)

@@ -3,8 +3,9 @@
 import pytest
 
 from metadata.ids import format_string_id
-from metadata.layout import FLOAT, ID_MASK, INTEGER, ArgType, layout_token, parse_layout
+from metadata.layout import FLOAT, INTEGER, ArgType, layout_token, parse_layout
 from metadata.table import FormatEntry
+from metadata.wire import ID_MASK
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,9 @@ from lowering.codegen import host_target_machine
 from lowering.lowering_pass import LoweredModule, Source, lower_sources
 from metadata.elf_notes import pal_metadata_ir
 from metadata.ids import format_string_id
-from metadata.layout import OFFSET_CLAMP_DWORDS, parse_layout
+from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable, unpack_document
+from metadata.wire import OFFSET_CLAMP_DWORDS
 
 SCALARS = ("i1", "i8", "i16", "i32", "i64", "half", "float", "double")
 WIDTHS = (0, 2, 3, 4, 8, 16)

@@ -34,9 +34,10 @@ from lowering.ir.model import Module
 from lowering.lowering_pass import Source, lower_sources
 from lowering.nvptx_device import KERNEL_NAME, gpu_count, kernel_ptx
 from lowering.warp_aggregation import define_warp_aggregated_reserve
-from metadata.layout import HEADER_BYTES, ArgType, entry_dwords
+from metadata.layout import ArgType
 from metadata.printf_buffer import decode_printf_buffer
 from metadata.table import FormatEntry
+from metadata.wire import HEADER_BYTES, entry_dwords
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 ID_LAYOUT = (ArgType("i", 32),)

@@ -12,22 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metadata import printf_buffer
+from metadata import printf_buffer, printf_walk
 from metadata.buffer_builder import build_buffer, build_printf_buffer, printf_entry
 from metadata.cformat import format_values
 from metadata.errors import BufferDecodeError, DprintfError
-from metadata.layout import (
-    FLOAT,
-    HEADER_BYTES,
-    VECTOR_WIDTHS,
-    ArgType,
-    entry_dwords,
-    entry_header,
-    parse_layout,
-)
+from metadata.layout import FLOAT, VECTOR_WIDTHS, ArgType, parse_layout
 from metadata.printf_buffer import decode_printf_buffer
 from metadata.render_pool import RenderPool
 from metadata.table import FormatEntry, FormatTable
+from metadata.wire import HEADER_BYTES, entry_dwords, entry_header
 
 LIBC = ctypes.CDLL(None)
 ALL_TYPES = [
@@ -554,7 +547,7 @@ def damaged_buffers(draw: st.DrawFn) -> tuple[bytearray, int | None]:
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of a few dwords and entries, so that the fuzzing crosses block boundaries."""
-    monkeypatch.setattr(printf_buffer, "_BLOCK_DWORDS", 7)
+    monkeypatch.setattr(printf_walk, "_BLOCK_DWORDS", 7)
     monkeypatch.setattr(printf_buffer, "_BLOCK_ENTRIES", 3)
     monkeypatch.setattr(printf_buffer, "TEXT_CHUNK_ENTRIES", 4)
     monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 3)

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from metadata.elf_notes import note_only_elf
-from metadata.layout import entry_header, parse_layout
+from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
+from metadata.wire import entry_header
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 DPRINTF = [sys.executable, "-m", "lowering.cli"]

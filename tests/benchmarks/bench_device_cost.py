@@ -15,7 +15,7 @@ import argparse
 from lowering.cpu_device import CpuDevice
 from lowering.harness import Launch, find_entry, initial_image
 from lowering.lowering_pass import Source, lower_sources
-from metadata.layout import HEADER_BYTES
+from metadata.wire import HEADER_BYTES
 
 PRINTF_PROGRAM = r"""
 @fmt = private unnamed_addr addrspace(4) constant [7 x i8] c"%d %f\0A\00"

@@ -52,10 +52,11 @@ from lowering.harness import find_entry
 from lowering.lowering_pass import LoweredModule, Source, lower_sources
 from lowering.nvptx_device import BLOCK_THREADS, CudaKernel, kernel_ptx
 from lowering.targets import Aggregation, get_target
-from metadata.layout import HEADER_BYTES, entry_dwords, entry_header, parse_layout
+from metadata.layout import parse_layout
 from metadata.printf_buffer import decode_printf_buffer
 from metadata.render_pool import RenderPool
 from metadata.table import FormatEntry
+from metadata.wire import HEADER_BYTES, entry_dwords, entry_header
 
 FORMAT = "invocation %u: pos (%f, %f, %f) hash %016llx\n"
 LAYOUT = parse_layout("i32,f32,f32,f32,i64")

@@ -19,7 +19,7 @@ import numpy as np
 from metadata.cformat import format_values, render_columns, render_text
 from metadata.formats import parse_format
 from metadata.layout import FLOAT, ArgType, parse_layout
-from metadata.printf_buffer import row_values
+from metadata.wire import row_values
 
 FORMATS = (
     ("invocation %u: pos (%f, %f, %f) hash %016llx\n", "i32,f32,f32,f32,i64"),
