@@ -15,6 +15,7 @@ proposal. Nothing here needs llvmlite.
 """
 
 from .abort_buffer import AbortDecoding, AbortMessage, decode_abort_buffer, parse_message_data
+from .buffer_region import Issue
 from .cformat import format_value, format_values
 from .elf_notes import note_only_elf, read_table, with_table
 from .errors import BufferDecodeError, DprintfError, ElfError, FormatStringError, LinkError, TableError
@@ -22,7 +23,7 @@ from .formats import Conversion, FormatString, parse_format
 from .ids import format_string_id
 from .layout import ArgType, Layout
 from .linking import FormatRegistry, link_tables
-from .printf_buffer import Issue, PrintfDecoding, PrintfEntry, decode_printf_buffer
+from .printf_buffer import PrintfDecoding, PrintfEntry, decode_printf_buffer
 from .render_pool import RenderPool
 from .table import FormatEntry, FormatTable
 

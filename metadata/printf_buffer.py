@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from .buffer_region import Issue, read_region
-from .cformat import format_values, render_columns, render_text
+from .cformat import format_values
+from .column_render import render_columns, render_text
 from .format_catalog import DecodableFormat, FormatCatalog, FormatLookup
 from .printf_walk import PrintfFraming
 from .record_walk import RecordWalk

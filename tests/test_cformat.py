@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from metadata import cformat
-from metadata.cformat import format_value, format_values, render_columns, render_text
+from metadata import byte_cells, column_render
+from metadata.cformat import format_value, format_values
+from metadata.column_render import render_columns, render_text
 from metadata.formats import FLOAT_CONVERSIONS, FLOAT_LENGTHS, INTEGER_LENGTHS, Conversion, parse_format
 from metadata.layout import FLOAT, INTEGER, VECTOR_WIDTHS, ArgType, parse_layout
 
@@ -296,7 +297,7 @@ def typical_floats(bits: int) -> st.SearchStrategy[float]:
 def assert_tiers_match_snprintf(spec: str, array: numpy.ndarray) -> None:
     """Each renderer (byte cells, `%` template, exact) equals C on every row it does not pass on."""
     conversion = conversion_of(spec)
-    for tier in cformat._tiers(parse_format(spec)):
+    for tier in column_render._tiers(parse_format(spec)):
         lines, exceptional = tier([array], len(array))
         for line, passed_on, value in zip(lines, exceptional, array, strict=True):
             if not passed_on:
@@ -361,13 +362,13 @@ def test_render_columns_of_a_format_holding_nul() -> None:
 
 
 def test_render_columns_joins_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cformat, "CHUNK_ROWS", 4)
+    monkeypatch.setattr(column_render, "CHUNK_ROWS", 4)
     fmt = parse_format("%d: %.2f %#x\n")
     layout = (ArgType(INTEGER, 32), ArgType(FLOAT, 32), ArgType(INTEGER, 32))
     numbers = numpy.arange(10, dtype=numpy.uint32)
     columns = [numbers, numbers.astype(numpy.float32) / 3, numbers + ord("a")]
     expected = [format_values(fmt, [int(n), float(numpy.float32(n) / 3), int(n) + ord("a")]) for n in numbers]
-    assert len(cformat._tiers(fmt)) == 3
+    assert len(column_render._tiers(fmt)) == 3
     assert render_columns(fmt, layout, columns) == expected
 
 
@@ -383,7 +384,9 @@ def cell_formats(draw: st.DrawFn) -> str:
     others = st.sampled_from(["%c", "%5c", "%g", "%a", "%.20f"])
     pieces = []
     for _ in range(draw(st.integers(0, 4))):
-        spec = specs(cells, vector=draw(st.booleans())).filter(lambda s: cformat._has_cells(conversion_of(s)))
+        spec = specs(cells, vector=draw(st.booleans())).filter(
+            lambda s: byte_cells.has_cells(conversion_of(s))
+        )
         pieces.append(draw(st.one_of(spec, others) if draw(st.integers(0, 9)) == 0 else spec))
     return draw(CELL_LITERALS) + "".join(piece + draw(CELL_LITERALS) for piece in pieces)
 
@@ -411,8 +414,8 @@ def test_render_text_equals_joined_rows(data: st.DataObject, text: str, ratio: i
     columns = [typical_column(data, arg, rows) for arg in layout]
     expected = "".join(format_values(fmt, rows_of(columns, row)) for row in range(rows))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cformat, "SPLICE_RATIO", ratio)
-        patch.setattr(cformat, "CHUNK_ROWS", chunk)
+        patch.setattr(byte_cells, "SPLICE_RATIO", ratio)
+        patch.setattr(column_render, "CHUNK_ROWS", chunk)
         assert "".join(render_columns(fmt, layout, columns, rows)) == expected
         assert render_text(fmt, layout, columns, rows) == expected
 
@@ -420,7 +423,7 @@ def test_render_text_equals_joined_rows(data: st.DataObject, text: str, ratio: i
 @pytest.mark.parametrize("ratio", [1, 64])
 def test_render_text_replaces_exceptional_rows_in_place(monkeypatch: pytest.MonkeyPatch, ratio: int) -> None:
     """NaN, infinities and decimal ties, first, last and in between, among rows the cells print."""
-    monkeypatch.setattr(cformat, "SPLICE_RATIO", ratio)
+    monkeypatch.setattr(byte_cells, "SPLICE_RATIO", ratio)
     fmt = parse_format("invocation %u: pos (%f, %.0f, %e) é hash %016llx\n")
     layout = parse_layout("i32,f32,f64,f64,i64")
     rows = 300

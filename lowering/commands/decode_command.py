@@ -14,8 +14,9 @@ import os
 from typing import Any
 
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
+from metadata.buffer_region import Issue
 from metadata.linking import FormatRegistry
-from metadata.printf_buffer import Issue, PrintfDecoding, decode_printf_buffer
+from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
 
 from ..process_ends import write_stdout
 from . import EXIT_DEVICE_LOST, EXIT_OK, InputError, error, read_bytes, warn, write_output

@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from metadata.cformat import format_values, render_columns, render_text
+from metadata.cformat import format_values
+from metadata.column_render import render_columns, render_text
 from metadata.formats import parse_format
 from metadata.layout import FLOAT, ArgType, parse_layout
 from metadata.wire import row_values
