@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .errors import FormatStringError
@@ -102,7 +102,7 @@ class FormatString:
             if reason is not None:
                 raise FormatStringError(f"argument {index + 1} of {self.text!r}: {reason}")
 
-    def layout_for(self, sixty_four_bit: list[int]) -> Layout:
+    def layout_for(self, sixty_four_bit: Sequence[int]) -> Layout:
         """The argument layout implied by the conversions and a `.64bit_arguments` mask."""
         return tuple(
             conversion.argument_type(_mask_bit(sixty_four_bit, index))
@@ -110,7 +110,7 @@ class FormatString:
         )
 
 
-def _mask_bit(words: list[int], index: int) -> bool:
+def _mask_bit(words: Sequence[int], index: int) -> bool:
     word = index // 64
     return word < len(words) and bool(words[word] >> (index % 64) & 1)
 

@@ -7,6 +7,7 @@ argument (`i32`, `f64`, `v4f32`) joined by `,`.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -63,8 +64,10 @@ class ArgType:
 Layout = tuple[ArgType, ...]
 
 
+@functools.lru_cache(maxsize=4096)
 def layout_token(layout: Layout) -> str:
-    """The layout string of SPEC section 2: tokens joined by `,`, empty for no arguments."""
+    """The layout string of SPEC section 2: tokens joined by `,`, empty for no arguments (cached: a
+    module has few layouts and many calls)."""
     return ",".join(arg.token for arg in layout)
 
 
@@ -72,10 +75,11 @@ def parse_layout(text: str) -> Layout:
     return tuple(ArgType.parse(token) for token in text.split(",")) if text else ()
 
 
-def sixty_four_bit_mask(layout: Layout) -> list[int]:
+@functools.lru_cache(maxsize=4096)
+def sixty_four_bit_mask(layout: Layout) -> tuple[int, ...]:
     """The `.64bit_arguments` words: bit j%64 of word j/64 set when argument j is 64-bit."""
     words = [0] * ((len(layout) + 63) // 64)
     for index, arg in enumerate(layout):
         if arg.is_64bit:
             words[index // 64] |= 1 << (index % 64)
-    return words
+    return tuple(words)

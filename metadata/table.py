@@ -51,7 +51,7 @@ class FormatEntry:
     @classmethod
     def for_call(cls, string: str, layout: Layout) -> FormatEntry:
         """The entry a printf or abort call with this string and argument layout records."""
-        return cls(format_string_id(string, layout), string, len(layout), tuple(sixty_four_bit_mask(layout)))
+        return cls(format_string_id(string, layout), string, len(layout), sixty_four_bit_mask(layout))
 
     @property
     def format(self) -> FormatString:
