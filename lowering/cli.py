@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("inputs", nargs="+", metavar="IN.ll", help="textual LLVM IR ('-' reads stdin)")
     lower.add_argument("-o", "--output", metavar="OUT.ll", help="output file (stdout by default)")
     lower.add_argument("--target", choices=("cpu", "amdpal", "nvptx"), default="cpu")
+    lower.add_argument("--validate", action="store_true", help="check every data-buffer access (SPEC 11)")
 
     compile_ = commands.add_parser(
         "compile", help="lower and compile to an ELF object with the table in a note"
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("inputs", nargs="+", metavar="IN.ll")
     compile_.add_argument("-o", "--output", metavar="OUT", required=True)
     compile_.add_argument("--target", choices=("amdpal", "cpu"), default="amdpal")
+    compile_.add_argument("--validate", action="store_true", help="check every data-buffer access (SPEC 11)")
     compile_.add_argument(
         "--mcpu", metavar="NAME", help="target processor (gfx1100 for amdpal, the host for cpu)"
     )
@@ -82,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
     )
     run.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
+    run.add_argument("--validate", action="store_true", help="check every data-buffer access (SPEC 11)")
     run.add_argument(
         "--timeout",
         type=_positive_seconds,

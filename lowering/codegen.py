@@ -96,7 +96,7 @@ def _object(lowered: LoweredModule, cpu: str | None, source: str) -> bytes:
     elf = machine.emit_object(module)
     if lowered.target.pal_metadata:
         return elf
-    return with_table(elf, lowered.table, source=source)
+    return with_table(elf, lowered.table, source=source, document=lowered.document())
 
 
 def _ptx(lowered: LoweredModule, cpu: str | None, source: str) -> str:

@@ -23,7 +23,7 @@ import llvmlite.binding as llvm
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_builder import build_buffer
 from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
-from metadata.table import FormatTable
+from metadata.validation import CombinedLookup, SiteReport, split_decoding
 from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
 
 from .device import (
@@ -102,6 +102,7 @@ class RunResult:
     abort_guard: Image
     data_buffers: tuple[Image, ...] = ()
     data_guards: tuple[Image, ...] = ()
+    validation: tuple[SiteReport, ...] | None = None  # with validation: out-of-bounds accesses per site
 
     @property
     def device_lost(self) -> bool:
@@ -167,8 +168,10 @@ def run_sources(
     device: str | Device = "cpu",
     timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS,
     data_buffers: Sequence[Image] = (),
+    validate: bool = False,
 ) -> RunResult:
-    """Lower `sources` for `device`, run invocations `0 .. invocations-1` of `entry`, decode the buffers.
+    """Lower `sources` for `device` (with `validate`, checking data-buffer accesses), run invocations
+    `0 .. invocations-1` of `entry`, decode the buffers.
 
     Sizes are whole buffers in bytes, header included. `data_buffers` are the initial contents of the
     entry's data buffers, in parameter order (SPEC section 11). Raises DprintfError (LoweringError,
@@ -176,7 +179,7 @@ def run_sources(
     error.
     """
     chosen = open_device(device) if isinstance(device, str) else device
-    lowered = lower_sources(sources, target=chosen.target)
+    lowered = lower_sources(sources, target=chosen.target, validate=validate)
     return run_lowered(
         lowered,
         entry=entry,
@@ -229,7 +232,7 @@ def run_lowered(
         *(data_image(data) for data in data_buffers),
     )
     ran = chosen.run(launch, images)
-    return _result(chosen.name, ran, lowered.table)
+    return _result(chosen.name, ran, lowered)
 
 
 def runtime_globals(data_sizes: Sequence[int]) -> tuple[RuntimeGlobal, ...]:
@@ -329,16 +332,27 @@ def initial_image(size: int, name: str) -> mmap.mmap:
     return image
 
 
-def _result(device: str, ran: DeviceRun, table: FormatTable) -> RunResult:
+def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
     (printf_image, abort_image, *data_images), status = ran.images, ran.status
     printf_buffer, printf_guard = printf_image[:-GUARD_BYTES], printf_image[-GUARD_BYTES:]
     abort_buffer, abort_guard = abort_image[:-GUARD_BYTES], abort_image[-GUARD_BYTES:]
+    table = lowered.table
     abort = decode_abort_buffer(abort_buffer, table)
+    validation = lowered.validation
+    printf: PrintfDecoding
+    reports: tuple[SiteReport, ...] | None = None
+    if validation is None:
+        printf = decode_printf_buffer(printf_buffer, table)
+    else:
+        both = decode_printf_buffer(printf_buffer, CombinedLookup(table, validation))
+        printf, found = split_decoding(both, validation)
+        reports = tuple(found)
     return RunResult(
         device=device,
         ending=_ending(abort, status),
         status=status,
-        printf=decode_printf_buffer(printf_buffer, table),
+        printf=printf,
+        validation=reports,
         abort=abort,
         printf_buffer=printf_buffer,
         abort_buffer=abort_buffer,

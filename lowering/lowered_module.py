@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from metadata.table import FormatTable
+from metadata.validation import ValidationTable
 
 from .targets import Target
 
@@ -29,3 +30,8 @@ class LoweredModule:
     table: FormatTable
     target: Target
     warnings: tuple[str, ...] = ()  # what the pass did that a user should know (calls it removed)
+    validation: ValidationTable | None = None  # the check sites, when lowered with `validate`
+
+    def document(self) -> dict:
+        """The metadata document keys besides the format-string table that the ELF note carries."""
+        return self.validation.to_document() if self.validation is not None else {}

@@ -28,6 +28,7 @@ from metadata.elf_notes import pal_metadata_ir
 from metadata.errors import DprintfError
 from metadata.formats import conversion_specs, parse_format
 from metadata.table import FormatEntry, FormatTable, unpack_document
+from metadata.validation import SITE_LAYOUT, ValidationTable
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
 from .codegen import module_layout, target_machine
@@ -41,6 +42,7 @@ from .ir.types import parse_type
 from .ir.values import ConstantExpression, Operand
 from .lowered_module import LoweredModule, Source
 from .targets import INPUT_BUFFER_ADDRESS_SPACE, Aggregation, Target, get_target
+from .validation_pass import FailedCheck, instrument
 from .warp_aggregation import define_warp_aggregated_reserve
 
 KINDS = (PRINTF, ABORT)
@@ -52,13 +54,15 @@ PAL_METADATA = "!amdgpu.pal.metadata.msgpack"
 _LLPC_PRINTF_NODE = ('!"DescriptorBuffer"', "i32 -16", "i32 6")
 
 
-def lower_sources(sources: Sequence[Source], target: str | Target = "cpu") -> LoweredModule:
+def lower_sources(
+    sources: Sequence[Source], target: str | Target = "cpu", *, validate: bool = False
+) -> LoweredModule:
     """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
-    of one); LoweringError for bad input."""
+    of one), and with `validate` check every data-buffer access (SPEC 11); LoweringError for bad input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
     with _few_collections():
-        return _Lowering(sources, get_target(target)).run()
+        return _Lowering(sources, get_target(target), validate).run()
 
 
 @contextlib.contextmanager
@@ -103,9 +107,11 @@ class _Lowering:
     match).
     """
 
-    def __init__(self, sources: Sequence[Source], target: Target) -> None:
+    def __init__(self, sources: Sequence[Source], target: Target, validate: bool = False) -> None:
         self.sources = sources
         self.target = target
+        self.validate = validate
+        self.validation: ValidationTable | None = None
         self.module = Module()
         self.table = FormatTable()
         self.helpers: dict[tuple[str, str, tuple[tuple[str, bool], ...], bool, bool], Helper] = {}
@@ -131,7 +137,7 @@ class _Lowering:
         if self.problems:
             raise LoweringError([self._diagnostic(call, message) for call, message in self.problems])
         lowered = self._finish(self._lowered_text())
-        return LoweredModule(lowered, self.table, self.target, tuple(self.warnings))
+        return LoweredModule(lowered, self.table, self.target, tuple(self.warnings), self.validation)
 
     # Phase 1: the inputs, linked into one module for the target.
 
@@ -424,10 +430,13 @@ class _Lowering:
         """
         for block, replacements in self.edits.items():
             block.rewrite(replacements)
+        if self.validate:
+            self._instrument()
         self.module.add_ir(self._helper_module())
         if self.target.pal_metadata:
+            extra = self.validation.to_document() if self.validation is not None else {}
             try:
-                _add_pal_table(self.module, self.table)
+                _add_pal_table(self.module, self.table, extra)
             except DprintfError as failure:
                 raise LoweringError([Diagnostic(str(failure), self._module_source())]) from None
         lowered = str(self.module)
@@ -436,6 +445,28 @@ class _Lowering:
                 lowered, INPUT_BUFFER_ADDRESS_SPACE, self.target.buffer_address_space
             )
         return lowered
+
+    def _instrument(self) -> None:
+        """Validation (SPEC 11): the checks, each failing one writing a printf entry with its site's ID."""
+        if self.target.pal_metadata:
+            unsupported = "--validate is not supported for amdpal yet: use cpu or nvptx"
+            raise LoweringError([Diagnostic(unsupported, self._module_source())])
+        arguments = tuple(classify(f"i{arg_type.bits}") for arg_type in SITE_LAYOUT)  # integers only
+        helper = Helper(
+            f"{self._helper_prefix}validation.report",
+            PRINTF,
+            RUNTIME_BUFFER_TYPE,
+            tuple(argument for argument in arguments if isinstance(argument, Argument)),
+        )
+        self.helpers[("validation", RUNTIME_BUFFER_TYPE, (), False, False)] = helper
+
+        def report(failed: FailedCheck) -> Instruction:
+            header = _signed64(entry_header(failed.site.index, helper.entry_dwords))
+            values = f"i32 {failed.invocation}, i64 {failed.offset}, i64 {failed.size}"
+            arguments = f"{RUNTIME_BUFFER_TYPE} {failed.printf_buffer}, i64 {header}, {values}"
+            return Instruction(f"call void {global_name(helper.name)}({arguments}){failed.debug}")
+
+        self.validation = instrument(self.module, RUNTIME_BUFFER_TYPE, self._helper_prefix, report)
 
     def _helper_module(self) -> ir.Module:
         """An `llvmlite.ir` module defining the helpers, the reserves they call, and what they declare."""
@@ -568,8 +599,9 @@ def _string_of(variable: GlobalVariable | None, name: str) -> tuple[str | None, 
         return None, f"the format string {name} is not UTF-8: {failure.reason} at byte {failure.start}"
 
 
-def _add_pal_table(module: Module, table: FormatTable) -> None:
-    """Put `table` in the module's `!amdgpu.pal.metadata.msgpack`, merged with the documents already there."""
+def _add_pal_table(module: Module, table: FormatTable, extra: dict) -> None:
+    """Put `table` and the keys of `extra` in the module's `!amdgpu.pal.metadata.msgpack`, merged with the
+    documents already there."""
     merged = FormatTable(table)
     document: dict = {}
     named = module.named_metadata.get(PAL_METADATA)
@@ -584,7 +616,7 @@ def _add_pal_table(module: Module, table: FormatTable) -> None:
             document = {**existing, **document}
         module.remove(named)
     node = max(module.metadata, default=-1) + 1
-    module.add_lines(pal_metadata_ir(merged.encode(document), node=node))
+    module.add_lines(pal_metadata_ir(merged.encode({**document, **extra}), node=node))
 
 
 def _signed64(value: int) -> int:

@@ -167,12 +167,16 @@ def note_only_elf(document: bytes) -> bytes:
     return body + bytes(header_offset - len(body)) + b"".join(shdr.pack(section) for section in sections)
 
 
-def with_table(elf: bytes, table: FormatTable, *, source: str | None = None) -> bytes:
-    """`elf` with its format-string table replaced by `table`.
+def with_table(
+    elf: bytes, table: FormatTable, *, source: str | None = None, document: dict[str, Any] | None = None
+) -> bytes:
+    """`elf` with its format-string table replaced by `table`, and the keys of `document` (other tables
+    of the same note, such as `amdpal.validation`) set.
 
     When the file has a metadata note, `amdpal.format_strings` is replaced inside its document and
     every other key is kept; otherwise a `.note` section with a new document is added.
     """
+    extra = document or {}
     with _naming(source):
         elffile = _open(elf)
         note = _single_note(elffile, len(elf), None)
@@ -182,9 +186,9 @@ def with_table(elf: bytes, table: FormatTable, *, source: str | None = None) -> 
             )
         image = _Rewrite(elf, elffile)
         if note is None:
-            image.add_section(NOTE_SECTION, SHT_NOTE, image.note(table.encode()), NOTE_ALIGN)
+            image.add_section(NOTE_SECTION, SHT_NOTE, image.note(table.encode(extra)), NOTE_ALIGN)
         else:
-            image.replace_note(note, image.note(table.encode(note.document())))
+            image.replace_note(note, image.note(table.encode({**note.document(), **extra})))
         return image.build()
 
 

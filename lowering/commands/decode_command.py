@@ -2,7 +2,9 @@
 
 The printf output goes to stdout exactly as C's printf prints it; dropped dwords, problems in the
 buffers and table collisions go to stderr as warnings, abort messages as errors, and a lost device
-exits with status 3. `--json` prints one JSON document instead (see `document`).
+exits with status 3. When an ELF carries validation sites (SPEC 11), their records are taken out of the
+output and reported as one `error:` line a site, with exit status 4. `--json` prints one JSON document
+instead (see `document`).
 """
 
 from __future__ import annotations
@@ -11,15 +13,27 @@ import argparse
 import json
 import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_region import Issue
+from metadata.elf_notes import read_document
 from metadata.linking import FormatRegistry
 from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
+from metadata.validation import CombinedLookup, Site, SiteReport, ValidationTable, split_decoding
 
 from ..process_ends import write_stdout
-from . import EXIT_DEVICE_LOST, EXIT_OK, InputError, error, read_bytes, warn, write_output
+from . import (
+    EXIT_DEVICE_LOST,
+    EXIT_OK,
+    EXIT_VALIDATION_ERRORS,
+    InputError,
+    error,
+    read_bytes,
+    warn,
+    write_output,
+)
 
 STDIN = "-"
 
@@ -28,12 +42,20 @@ def run(args: argparse.Namespace) -> int:
     if args.buffer == STDIN and args.abort_buffer == STDIN:
         raise InputError("only one of BUFFER and --abort-buffer can be read from stdin")
     registry = FormatRegistry()
-    warnings = [message for path in args.elf for message in registry.load_elf(read_bytes(path), path)]
-    printf = decode_printf_buffer(read_bytes(args.buffer), registry, capacity=args.capacity)
+    elves = [(path, read_bytes(path)) for path in args.elf]
+    warnings = [message for path, elf in elves for message in registry.load_elf(elf, path)]
+    validation = _validation_table(elves)
+    printf = decode_printf_buffer(
+        read_bytes(args.buffer), CombinedLookup(registry, validation), capacity=args.capacity
+    )
+    printf, sites = split_decoding(printf, validation)
     aborts = decode_abort_buffer(read_bytes(args.abort_buffer), registry) if args.abort_buffer else None
     status = EXIT_DEVICE_LOST if aborts is not None and aborts.device_lost else EXIT_OK
+    if sites and status == EXIT_OK:
+        status = EXIT_VALIDATION_ERRORS
     if args.json:
-        write_output(None, json.dumps(document(printf, aborts, warnings, status), allow_nan=False) + "\n")
+        report = document(printf, aborts, warnings, status, sites if validation.sites else None)
+        write_output(None, json.dumps(report, allow_nan=False) + "\n")
         return status
     for message in warnings:
         warn(message)
@@ -41,7 +63,29 @@ def run(args: argparse.Namespace) -> int:
     report_printf(printf)
     if aborts is not None:
         report_aborts(aborts)
+    report_validation(sites, printf)
     return status
+
+
+def _validation_table(elves: list[tuple[str, bytes]]) -> ValidationTable:
+    """The validation sites of every ELF (read where they are; an ELF without any adds none)."""
+    sites: list[Site] = []
+    for path, elf in elves:
+        table = ValidationTable.from_document(read_document(elf, source=path))
+        sites += table.sites if table is not None else ()
+    return ValidationTable(tuple(sites))
+
+
+def report_validation(sites: Sequence[SiteReport], printf: PrintfDecoding) -> None:
+    """One `error:` line a site that recorded out-of-bounds accesses; when the printf buffer overflowed,
+    the counts are at least those shown."""
+    for site in sites:
+        error(site.line())
+    if sites and printf.dropped_dwords:
+        warn(
+            f"validation: the printf buffer dropped {printf.dropped_dwords} dword(s): the counts above are "
+            "lower bounds, and sites whose every record was dropped are not shown"
+        )
 
 
 def write_text(printf: PrintfDecoding) -> None:
@@ -85,10 +129,15 @@ def report_aborts(aborts: AbortDecoding) -> None:
 
 
 def document(
-    printf: PrintfDecoding, aborts: AbortDecoding | None, warnings: list[str], status: int
+    printf: PrintfDecoding,
+    aborts: AbortDecoding | None,
+    warnings: list[str],
+    status: int,
+    sites: Sequence[SiteReport] | None = None,
 ) -> dict[str, Any]:
-    """The `--json` document: the printf entries and issues, the abort messages, warnings, exit status."""
-    return {
+    """The `--json` document: the printf entries and issues, the abort messages, warnings, exit status;
+    with validation sites (`sites` not None), those that recorded errors."""
+    found: dict[str, Any] = {
         "printf": {
             "buffer_offset": printf.buffer_offset,
             "capacity": printf.capacity,
@@ -110,6 +159,26 @@ def document(
         "abort": None if aborts is None else _abort_document(aborts),
         "warnings": warnings,
         "exit_status": status,
+    }
+    if sites is not None:
+        found["validation"] = [_site_document(site) for site in sites]
+    return found
+
+
+def _site_document(report: SiteReport) -> dict[str, Any]:
+    site = report.site
+    return {
+        "kind": site.kind,
+        "bytes": site.bytes,
+        "buffer": site.buffer,
+        "buffer_name": site.buffer_name,
+        "function": site.function,
+        "source": site.source,
+        "count": report.count,
+        "first_invocation": report.first_invocation,
+        "offsets": [report.least_offset, report.greatest_offset],
+        "buffer_bytes": report.buffer_bytes,
+        "message": report.line(),
     }
 
 

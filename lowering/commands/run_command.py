@@ -6,7 +6,8 @@ abort message as `error: device lost: shader abort: <text>`, and a device lost o
 `error: device lost: <why>` (a crash's ends with the last line the device printed, which is then not
 repeated as a warning when it was the only one). Exit status: 0 when every invocation returned, 3 when
 the device was lost by an abort, 1 when it was lost otherwise (the lowered code crashed, or ran past
-`--timeout`) and for bad input. `--json` prints one JSON document instead, and nothing on stderr (see
+`--timeout`) and for bad input, 4 when `--validate` found out-of-bounds accesses (one `error:` line a
+check site). `--json` prints one JSON document instead, and nothing on stderr (see
 `run_document`).
 """
 
@@ -26,6 +27,7 @@ from . import (
     EXIT_DEVICE_LOST,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_VALIDATION_ERRORS,
     InputError,
     error,
     read_bytes,
@@ -33,7 +35,7 @@ from . import (
     warn,
     write_output,
 )
-from .decode_command import document, report_aborts, report_printf, write_text
+from .decode_command import document, report_aborts, report_printf, report_validation, write_text
 
 STDIN = "-"
 EXIT_STATUS = {
@@ -57,16 +59,20 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         timeout=args.timeout,
         data_buffers=[data_buffer(size, path) for size, path in args.buffer],
+        validate=args.validate,
     )
     if args.dump_buffers is not None:
         dump_buffers(args.dump_buffers, result.data_buffers)
     status = EXIT_STATUS[result.ending]
+    if result.validation and status == EXIT_OK:  # None without --validate
+        status = EXIT_VALIDATION_ERRORS
     if args.json:
         write_output(None, json.dumps(run_document(result, status), allow_nan=False) + "\n")
     else:
         write_text(result.printf)
         report_printf(result.printf)
         report_aborts(result.abort)
+        report_validation(result.validation or (), result.printf)
         for message in result.guard_issues:
             warn(message)
         _report_device(result)
@@ -108,7 +114,7 @@ def _report_device(result: RunResult) -> None:
 
 def run_document(result: RunResult, status: int) -> dict[str, Any]:
     """`dprintf decode`'s document, with `warnings` the stores past a capacity, and how the device ended."""
-    report = document(result.printf, result.abort, result.guard_issues, status)
+    report = document(result.printf, result.abort, result.guard_issues, status, result.validation)
     report["device"] = {
         "name": result.device,
         "outcome": result.ending.value,

@@ -46,6 +46,11 @@ _BYTES_GLOBAL = re.compile(
 )
 _EXTERNAL_LINKAGES = frozenset({"external", "extern_weak"})
 _GLOBAL_KINDS = frozenset({"global", "constant", "alias", "ifunc"})
+# Words between an opcode and its first operand: wrap and exactness flags, fast-math flags, atomics.
+_OPCODE_WORDS = frozenset(
+    "inbounds nuw nusw nsw exact disjoint volatile atomic weak fast nnan ninf nsz arcp contract afn reassoc "
+    "xchg add sub and nand or xor max min umax umin fadd fsub fmax fmin uinc_wrap udec_wrap".split()
+)
 
 
 class Instruction:
@@ -149,6 +154,31 @@ class Instruction:
             Operand.from_tokens(tokens, start, end) for start, end in split_list(tokens, found + 2, close)
         ]
         return CallSite(opcode, tokens[found][1], arguments, text_of(tokens, close + 1))
+
+    @property
+    def operands(self) -> list[Operand]:
+        """The operands after the opcode and its flags, up to `align` and the attachments (a call's are
+        its `call().arguments`). An item without a value (a load's or GEP's type) is an operand with an
+        empty value; a cast's `to TYPE` and an atomic's ordering stay in the value's text."""
+        tokens = self.tokens
+        index = 2 if self.result is not None else 0
+        index += 1
+        while index < len(tokens) and tokens[index][1] in _OPCODE_WORDS:
+            index += 1
+        operands = []
+        for start, end in split_list(tokens, index, len(tokens)):
+            first = tokens[start][1] if start < end else ""
+            if first == "align" or first[:1] == "!":
+                break
+            operands.append(Operand.from_tokens(tokens, start, end))
+        return operands
+
+    def renamed(self, result: str) -> Instruction:
+        """This instruction defining `result` instead of its own result."""
+        own = self.result
+        if own is None:
+            raise ValueError(f"{self.text!r} defines no value")
+        return Instruction(f"{result} = {self.text[len(own) + 3 :]}")
 
     def references(self) -> list[str]:
         """The global names it refers to, in order."""
@@ -297,6 +327,11 @@ class Function:
         """The number LLVM gives an entry block printed without a label: the next after the unnamed
         parameters."""
         return str(sum(1 for parameter in self.parameters if parameter.value[1:].isdigit()))
+
+    def insert_block(self, before: Block, block: Block) -> None:
+        """Add `block` before `before` (which must not be the entry block)."""
+        assert self.blocks is not None
+        self.blocks.insert(self.blocks.index(before), block)
 
     def split_block(self, block: Block, at: Instruction, label: str) -> Block:
         """Move `at` and what follows it into a new block `label` after `block`, which then branches to
