@@ -466,7 +466,10 @@ class _Lowering:
             arguments = f"{RUNTIME_BUFFER_TYPE} {failed.printf_buffer}, i64 {header}, {values}"
             return Instruction(f"call void {global_name(helper.name)}({arguments}){failed.debug}")
 
-        self.validation = instrument(self.module, RUNTIME_BUFFER_TYPE, self._helper_prefix, report)
+        data_layout = module_layout(self.target.name)[1]
+        self.validation = instrument(
+            self.module, RUNTIME_BUFFER_TYPE, data_layout, self._helper_prefix, report
+        )
 
     def _helper_module(self) -> ir.Module:
         """An `llvmlite.ir` module defining the helpers, the reserves they call, and what they declare."""

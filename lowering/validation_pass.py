@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from metadata.validation import Site, Unchecked, ValidationTable
@@ -61,6 +62,7 @@ class _Entry:
     printf_buffer: str
     invocation: str
     data_buffers: tuple[str, ...]
+    minimum_bytes: tuple[int, ...]  # each data buffer's `dereferenceable(N)`: its size is at least N
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,15 +74,21 @@ class _Access:
     bytes: int | str | None
 
 
-def instrument(module: Module, buffer_type: str, prefix: str, report: ReportCall) -> ValidationTable:
-    """Check every data-buffer access of `module`'s entries (functions whose parameters are SPEC 11's);
-    the sites and the unchecked accesses. New names start with `prefix`."""
+def instrument(
+    module: Module, buffer_type: str, data_layout: str, prefix: str, report: ReportCall
+) -> ValidationTable:
+    """Check every data-buffer access of `module`'s entries (functions whose parameters are SPEC 11's)
+    but those provably in bounds; the sites, the unchecked accesses and the checks removed. Types have
+    the sizes of `data_layout`; new names start with `prefix`."""
     sites: list[Site] = []
     unchecked: Counter[tuple[str, str | None]] = Counter()
+    removed = 0
+    sizes = _TypeSizes(data_layout)
     entries = {entry.function.name: entry for entry in _entries(module, buffer_type)}
     for function in list(module.definitions()):
         entry = entries.get(function.name)
         roots = _derivations(function, entry) if entry is not None else {}
+        offsets = _constant_offsets(function, entry, sizes) if entry is not None else {}
         for _, instruction in list(function.instructions()):
             for access in _accesses(instruction):
                 if _pointer_type(instruction, access.pointer) != buffer_type or access.bytes is None:
@@ -91,6 +99,14 @@ def instrument(module: Module, buffer_type: str, prefix: str, report: ReportCall
                     unchecked[function.name, source] += 1
                     continue
                 size = access.bytes if isinstance(access.bytes, int) else None
+                offset = offsets.get(access.pointer)
+                if (
+                    size is not None
+                    and offset is not None
+                    and 0 <= offset <= entry.minimum_bytes[root] - size
+                ):
+                    removed += 1
+                    continue
                 site = Site.new(access.kind, size, root, entry.data_buffers[root], function.name, source)
                 check = _Check(entry, site, access, buffer_type, f"{prefix}v{len(sites)}.")
                 sites.append(site)
@@ -102,7 +118,68 @@ def instrument(module: Module, buffer_type: str, prefix: str, report: ReportCall
     return ValidationTable(
         tuple(sites),
         tuple(Unchecked(function, source, count) for (function, source), count in unchecked.items()),
+        removed,
     )
+
+
+def _in_bounds(offset: int | None, size: int | None, minimum: int) -> bool:
+    """Whether `size` bytes at constant `offset` are inside any buffer of at least `minimum` bytes."""
+    return offset is not None and size is not None and 0 <= offset <= minimum - size
+
+
+def _dereferenceable(attributes: tuple[str, ...]) -> int:
+    """N of a `dereferenceable(N)` attribute; 0 without one."""
+    for attribute in attributes:
+        if attribute.startswith("dereferenceable(") and attribute[16:-1].isdigit():
+            return int(attribute[16:-1])
+    return 0
+
+
+class _TypeSizes:
+    """ABI sizes of IR types in one data layout, as GEPs step over them."""
+
+    def __init__(self, data_layout: str) -> None:
+        self.target_data = llvm.create_target_data(data_layout)
+
+    def of(self, type_text: str) -> int | None:
+        parsed = parse_type(type_text)
+        if parsed is None or isinstance(parsed, ir.BaseStructType):
+            return None
+        return parsed.get_abi_size(self.target_data)
+
+
+def _constant_offsets(function: Function, entry: _Entry, sizes: _TypeSizes) -> dict[str, int]:
+    """value -> its constant byte offset from its data buffer, through GEPs with constant indices into
+    scalars, vectors and arrays."""
+    offsets = dict.fromkeys(entry.data_buffers, 0)
+    for _, instruction in function.instructions():
+        if instruction.opcode != "getelementptr" or instruction.result is None:
+            continue
+        source, pointer, *indices = instruction.operands
+        base = offsets.get(pointer.value)
+        step = _gep_offset(source.type, [index.value for index in indices], sizes)
+        if base is not None and step is not None:
+            offsets[instruction.result] = base + step
+    return offsets
+
+
+def _gep_offset(source_type: str, indices: list[str], sizes: _TypeSizes) -> int | None:
+    """The byte offset a GEP over `source_type` with constant `indices` adds; None when not constant."""
+    offset = 0
+    current = source_type
+    for position, index in enumerate(indices):
+        if not index.lstrip("-").isdigit():
+            return None
+        if position:
+            parsed = parse_type(current)
+            if not isinstance(parsed, ir.ArrayType | ir.VectorType):
+                return None
+            current = str(parsed.element)
+        size = sizes.of(current)
+        if size is None:
+            return None
+        offset += int(index) * size
+    return offset
 
 
 def _entries(module: Module, buffer_type: str) -> list[_Entry]:
@@ -116,7 +193,9 @@ def _entries(module: Module, buffer_type: str) -> list[_Entry]:
             rest = types[len(head) :]
             if types[: len(head)] == head and rest and all(found == buffer_type for found in rest):
                 names = [parameter.value for parameter in parameters]
-                entries.append(_Entry(function, names[0], names[skipped], tuple(names[len(head) :])))
+                buffers = parameters[len(head) :]
+                minimum = tuple(_dereferenceable(parameter.attributes) for parameter in buffers)
+                entries.append(_Entry(function, names[0], names[skipped], tuple(names[len(head) :]), minimum))
                 break
     return entries
 

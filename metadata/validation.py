@@ -99,6 +99,7 @@ class ValidationTable:
 
     sites: tuple[Site, ...] = ()
     unchecked: tuple[Unchecked, ...] = ()
+    removed: int = 0  # checks left out as provably in bounds
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -106,6 +107,7 @@ class ValidationTable:
                 ".version": VERSION,
                 ".sites": [site.to_map() for site in self.sites],
                 ".unchecked": [unchecked.to_map() for unchecked in self.unchecked],
+                ".removed": self.removed,
             }
         }
 
@@ -120,6 +122,7 @@ class ValidationTable:
                 Unchecked(item[".function"], item.get(".source"), item[".count"])
                 for item in found.get(".unchecked", [])
             ),
+            found.get(".removed", 0),
         )
 
     def get(self, index: int) -> FormatEntry | None:

@@ -1,9 +1,9 @@
 ; Out-of-bounds accesses caught by validation (SPEC section 11). Run with a 4096-byte data buffer:
 ;   dprintf run samples/out_of_bounds.ll --validate --buffer 4096 --invocations 32
 ; The debug information describes this source, bounds.c:
-;    1  // bounds.c: `out` is a buffer of 1024 ints
+;    1  // bounds.c: `out` holds at least 1024 ints (the IR says `dereferenceable(4096)`)
 ;    2  void main(buffer_t printf, unsigned id, int *out) {
-;    3    out[1023] = id;               // the last int: always in bounds
+;    3    out[1023] = id;               // the last int: provably in bounds, so not checked
 ;    4    out[1000 + id] = id;          // past the end for id >= 24
 ;    5    int x = out[1024 + id];       // past the end for every invocation: reads 0
 ;    6    printf("invocation %u read %d\n", id, x);
@@ -13,7 +13,7 @@
 
 declare void @lgc.debug.printf(ptr addrspace(7), ptr addrspace(4), ...)
 
-define void @main(ptr addrspace(7) %printf, i32 %id, ptr addrspace(7) %out) !dbg !10 {
+define void @main(ptr addrspace(7) %printf, i32 %id, ptr addrspace(7) dereferenceable(4096) %out) !dbg !10 {
 entry:
   %last = getelementptr i32, ptr addrspace(7) %out, i64 1023, !dbg !11
   store i32 %id, ptr addrspace(7) %last, align 4, !dbg !11

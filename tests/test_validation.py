@@ -192,6 +192,25 @@ def test_each_planted_access_is_reported_at_its_own_site(case):
     assert guards_intact(result)
 
 
+def test_constant_offsets_inside_a_dereferenceable_buffer_are_not_checked():
+    body = (
+        "  %row = getelementptr [4 x i32], ptr addrspace(7) %a, i64 3\n"
+        "  %last = getelementptr i32, ptr addrspace(7) %row, i64 3\n"
+        "  store i32 1, ptr addrspace(7) %last\n"  # bytes 60..63: provably inside 64
+        "  %past = getelementptr i32, ptr addrspace(7) %row, i64 4\n"
+        "  store i32 2, ptr addrspace(7) %past\n"  # bytes 64..67: checked, and out of bounds
+        "  %first = getelementptr i8, ptr addrspace(7) %b, i64 0\n"
+        "  store i8 3, ptr addrspace(7) %first\n"  # %b has no dereferenceable: checked
+    )
+    text = entry(body, buffers=2).replace("ptr addrspace(7) %a", "ptr addrspace(7) dereferenceable(64) %a", 1)
+    table = lower_sources([Source("test.ll", text)], validate=True).validation
+    assert [(site.kind, site.buffer) for site in table.sites] == [("store", 0), ("store", 1)]
+    assert table.removed == 1
+    result = run(text, [64, 64], 2)
+    assert sites(result) == [("store", 2, 0, 64, 64)]
+    assert words(result.data_buffers[0], 16)[15] == 1 and bytes(result.data_buffers[1])[0] == 3
+
+
 def test_accesses_no_data_buffer_explains_are_counted_unchecked():
     text = (
         "define void @fill(ptr addrspace(7) %p) noinline {\n"
@@ -214,10 +233,10 @@ def test_the_table_is_in_the_note_and_decode_reports_a_dump(tmp_path):
     assert compiled.returncode == 0
     table = ValidationTable.from_document(read_document(elf.read_bytes()))
     assert [(site.kind, site.bytes, site.source) for site in table.sites] == [
-        ("store", 4, "bounds.c:3:13"),
         ("store", 4, "bounds.c:4:18"),
         ("load", 4, "bounds.c:5:11"),
     ]
+    assert table.removed == 1  # out[1023] of a dereferenceable(4096) buffer
     readelf = shutil.which("llvm-readelf-14")
     if readelf is not None:
         notes = subprocess.run([readelf, "--notes", str(elf)], capture_output=True, text=True).stdout
