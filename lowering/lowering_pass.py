@@ -448,9 +448,6 @@ class _Lowering:
 
     def _instrument(self) -> None:
         """Validation (SPEC 11): the checks, each failing one writing a printf entry with its site's ID."""
-        if self.target.pal_metadata:
-            unsupported = "--validate is not supported for amdpal yet: use cpu or nvptx"
-            raise LoweringError([Diagnostic(unsupported, self._module_source())])
         arguments = tuple(classify(f"i{arg_type.bits}") for arg_type in SITE_LAYOUT)  # integers only
         helper = Helper(
             f"{self._helper_prefix}validation.report",

@@ -19,10 +19,12 @@ from .layout import parse_layout, sixty_four_bit_mask
 from .linking import FormatRegistry
 from .printf_buffer import PrintfDecoding
 from .table import FormatEntry, FormatTable
+from .wire import entry_dwords
 
 VALIDATION_KEY = "amdpal.validation"
 VERSION = 1
 SITE_LAYOUT = parse_layout("i32,i64,i64")  # invocation ID, offset, buffer size
+SITE_RECORD_DWORDS = entry_dwords(SITE_LAYOUT)
 _SITE_FORMAT = "%u %lld %llu"  # how a site's arguments read: the decoder gathers them as a format's
 
 

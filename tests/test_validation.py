@@ -252,3 +252,27 @@ def test_the_table_is_in_the_note_and_decode_reports_a_dump(tmp_path):
         "8 invocations, first 24",
         "32 invocations, first 0",
     ]
+
+
+def test_a_full_printf_buffer_says_how_many_failed_checks_may_be_missing():
+    command = [*DPRINTF, "run", str(SAMPLES / "out_of_bounds.ll"), "--validate", "--buffer", "4096"]
+    done = subprocess.run(
+        [*command, "--invocations", "32", "--buffer-size", "200"], capture_output=True, text=True
+    )
+    assert done.returncode == 4
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    counted = sum(int(line.rsplit(": ", 1)[1].split()[0]) for line in errors)
+    warning = next(line for line in done.stderr.splitlines() if line.startswith("warning: validation:"))
+    missing = int(warning.split("so up to ")[1].split()[0])
+    assert counted < 8 + 32 <= counted + missing  # 8 stores and 32 loads failed
+
+
+def test_amdpal_objects_carry_the_table_in_their_pal_metadata(tmp_path):
+    elf = tmp_path / "shader.elf"
+    sample = str(SAMPLES / "out_of_bounds.ll")
+    compiled = subprocess.run(
+        [*DPRINTF, "compile", sample, "--validate", "-o", str(elf)], capture_output=True
+    )
+    assert compiled.returncode == 0, compiled.stderr
+    table = ValidationTable.from_document(read_document(elf.read_bytes()))
+    assert [site.kind for site in table.sites] == ["store", "load"] and table.removed == 1

@@ -21,7 +21,14 @@ from metadata.buffer_region import Issue
 from metadata.elf_notes import read_document
 from metadata.linking import FormatRegistry
 from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
-from metadata.validation import CombinedLookup, Site, SiteReport, ValidationTable, split_decoding
+from metadata.validation import (
+    SITE_RECORD_DWORDS,
+    CombinedLookup,
+    Site,
+    SiteReport,
+    ValidationTable,
+    split_decoding,
+)
 
 from ..process_ends import write_stdout
 from . import (
@@ -78,13 +85,15 @@ def _validation_table(elves: list[tuple[str, bytes]]) -> ValidationTable:
 
 def report_validation(sites: Sequence[SiteReport], printf: PrintfDecoding) -> None:
     """One `error:` line a site that recorded out-of-bounds accesses; when the printf buffer overflowed,
-    the counts are at least those shown."""
+    how many failed checks may be missing (a site's record is SITE_RECORD_DWORDS dwords)."""
     for site in sites:
         error(site.line())
     if sites and printf.dropped_dwords:
+        most = printf.dropped_dwords // SITE_RECORD_DWORDS
         warn(
-            f"validation: the printf buffer dropped {printf.dropped_dwords} dword(s): the counts above are "
-            "lower bounds, and sites whose every record was dropped are not shown"
+            f"validation: the printf buffer dropped {printf.dropped_dwords} dword(s), so up to {most} failed "
+            "check(s) did not fit: the counts above are lower bounds, and a site whose every record was "
+            "dropped is not shown (a larger --buffer-size keeps them all)"
         )
 
 

@@ -215,11 +215,8 @@ def sanitizer_ratios(log2: int, directory: Path) -> tuple[list[str], str]:
 
     def times(prefix: list[str], repeats: int) -> dict[str, float]:
         done = subprocess.run([*prefix, str(binary), str(log2), str(repeats)], capture_output=True, text=True)
-        return {
-            line.split()[0]: float(line.split()[1])
-            for line in done.stdout.splitlines()
-            if line.count(" ") == 1
-        }
+        words = [line.split() for line in done.stdout.splitlines()]
+        return {found[0]: float(found[1]) for found in words if len(found) == 2 and found[0] in KERNELS}
 
     plain = times([], 20)
     sanitized = times(["compute-sanitizer", "--tool", "memcheck"], 3)
