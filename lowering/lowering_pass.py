@@ -36,13 +36,13 @@ from .diagnostics import Diagnostic, LoweringError
 from .helper_ir import ABORT, PRINTF, SIGN_EXTENDED, Argument, Helper, classify, define_helper
 from .ir.debug_info import call_lines, source_location
 from .ir.lexer import bare_name, decode_string, global_name, global_references, rewrite_address_space
-from .ir.model import Block, Function, GlobalVariable, Instruction, Module
+from .ir.model import AttributeGroup, Block, Function, GlobalVariable, Instruction, Module
 from .ir.reading import link, parse_source
 from .ir.types import parse_type
 from .ir.values import ConstantExpression, Operand
 from .lowered_module import LoweredModule, Source
 from .targets import INPUT_BUFFER_ADDRESS_SPACE, Aggregation, Target, get_target
-from .validation_pass import FailedCheck, instrument
+from .validation_pass import FailedCheck, entry_names, instrument
 from .warp_aggregation import define_warp_aggregated_reserve
 
 KINDS = (PRINTF, ABORT)
@@ -50,6 +50,7 @@ CALLEE_PREFIX = "lgc.debug."
 RUNTIME_BUFFER = "lgc.debug.printf.buffer"  # where a printf without a buffer operand finds it (SPEC 9)
 RUNTIME_BUFFER_TYPE = f"ptr addrspace({INPUT_BUFFER_ADDRESS_SPACE})"
 PAL_METADATA = "!amdgpu.pal.metadata.msgpack"
+_NEVER_INLINED = frozenset({"noinline", "optnone"})
 # LLPC's printf buffer: a DescriptorBuffer node of the internal descriptor set (-16), binding 6.
 _LLPC_PRINTF_NODE = ('!"DescriptorBuffer"', "i32 -16", "i32 6")
 
@@ -345,11 +346,7 @@ class _Lowering:
         groups = self.module.attribute_groups
         entries = {}
         for function in self.module.definitions():
-            words: set[str] = set()
-            for attribute in function.attributes:
-                group = groups.get(attribute)
-                words |= group.words if group is not None else {attribute}
-            if references[function.name] == 1 and "noinline" not in words:
+            if references[function.name] == 1 and "noinline" not in _function_words(function, groups):
                 entries[function.name] = frozenset(parameter.value for parameter in function.parameters)
         return entries
 
@@ -431,6 +428,7 @@ class _Lowering:
         for block, replacements in self.edits.items():
             block.rewrite(replacements)
         if self.validate:
+            self.module = self._inlined_into_entries()
             self._instrument()
         self.module.add_ir(self._helper_module())
         if self.target.pal_metadata:
@@ -445,6 +443,28 @@ class _Lowering:
                 lowered, INPUT_BUFFER_ADDRESS_SPACE, self.target.buffer_address_space
             )
         return lowered
+
+    def _inlined_into_entries(self) -> Module:
+        """The module with every function that may be inlined inlined (LLVM's always-inliner), so that
+        validation sees each access in the entry that makes it (SPEC 11). The helpers are only declared
+        meanwhile: they are defined, and inlined, once the checks are in."""
+        entries = entry_names(self.module, RUNTIME_BUFFER_TYPE)
+        groups = self.module.attribute_groups
+        for function in self.module.definitions():
+            if function.name not in entries and _function_words(function, groups).isdisjoint(_NEVER_INLINED):
+                function.add_attribute("alwaysinline")
+        for helper in self.helpers.values():
+            parameters = ", ".join(
+                [helper.buffer_type, "i64", *(str(argument.ir_type) for argument in helper.arguments)]
+            )
+            self.module.add_declaration(f"declare void {global_name(helper.name)}({parameters})")
+        module = parse_source(f"<{self._module_source()} inlined for validation>", str(self.module))
+        self._inline(module)
+        inlined = Module.parse(str(module))
+        for helper in self.helpers.values():
+            if helper.name in inlined.functions:
+                inlined.remove(inlined.functions[helper.name])
+        return inlined
 
     def _instrument(self) -> None:
         """Validation (SPEC 11): the checks, each failing one writing a printf entry with its site's ID."""
@@ -495,13 +515,17 @@ class _Lowering:
         """
         name = f"<{self._module_source()} lowered for {self.target.name}>"
         module = parse_source(name, text)
+        self._inline(module)
+        module.name = self._module_source()
+        return str(module)
+
+    def _inline(self, module: llvm.ModuleRef) -> None:
+        """LLVM's always-inliner, then what became dead dropped."""
         manager = llvm.create_new_module_pass_manager()
         manager.add_always_inliner_pass()
         manager.add_global_dead_code_eliminate_pass()
         builder = llvm.create_pass_builder(target_machine(self.target), llvm.create_pipeline_tuning_options())
         manager.run(module, builder)
-        module.name = self._module_source()
-        return str(module)
 
     # Diagnostics: where each problem is.
 
@@ -537,6 +561,15 @@ class _Lowering:
             if lines is not None:
                 return source.name, lines
         return self._module_source(), []
+
+
+def _function_words(function: Function, groups: dict[str, AttributeGroup]) -> frozenset[str]:
+    """A function's attributes, its groups' (`#0`) spelt out."""
+    words: set[str] = set()
+    for attribute in function.attributes:
+        group = groups.get(attribute)
+        words |= group.words if group is not None else {attribute}
+    return frozenset(words)
 
 
 def _without_buffer_operand(call: _Call) -> bool:

@@ -11,8 +11,9 @@ pointers that all derive from that one buffer. Each load, store, atomic and `llv
     access: the access; then to join
     join:   a load's value is a phi of the loaded value and zero
 
-so that a failed check skips the access and the invocation goes on. An access through a buffer-space
-pointer that no data buffer explains (in another function, loaded from memory, mixed) is left alone
+so that a failed check skips the access and the invocation goes on. The pass runs after inlining into
+the entries; an access through a buffer-space pointer that no data buffer explains (in a function that
+is still called, being `noinline`; through a pointer loaded from memory; mixing buffers) is left alone
 and counted as unchecked.
 """
 
@@ -85,8 +86,11 @@ def instrument(
     removed = 0
     sizes = _TypeSizes(data_layout)
     entries = {entry.function.name: entry for entry in _entries(module, buffer_type)}
+    references = module.reference_counts()
     for function in list(module.definitions()):
         entry = entries.get(function.name)
+        if entry is None and references[function.name] <= 1:
+            continue  # called from nowhere in the module (inlined everywhere): its copies are checked
         roots = _derivations(function, entry) if entry is not None else {}
         offsets = _constant_offsets(function, entry, sizes) if entry is not None else {}
         for _, instruction in list(function.instructions()):
@@ -180,6 +184,11 @@ def _gep_offset(source_type: str, indices: list[str], sizes: _TypeSizes) -> int 
             return None
         offset += int(index) * size
     return offset
+
+
+def entry_names(module: Module, buffer_type: str) -> set[str]:
+    """The functions whose parameters are an entry's (SPEC 11): what the accesses are attributed in."""
+    return {entry.function.name for entry in _entries(module, buffer_type)}
 
 
 def _entries(module: Module, buffer_type: str) -> list[_Entry]:

@@ -211,6 +211,19 @@ def test_constant_offsets_inside_a_dereferenceable_buffer_are_not_checked():
     assert words(result.data_buffers[0], 16)[15] == 1 and bytes(result.data_buffers[1])[0] == 3
 
 
+def test_accesses_of_functions_inlined_into_the_entry_are_checked_there():
+    text = (
+        "define internal void @put(ptr addrspace(7) %p, i64 %i, i32 %v) {\n"
+        "  %at = getelementptr i32, ptr addrspace(7) %p, i64 %i\n"
+        "  store i32 %v, ptr addrspace(7) %at\n  ret void\n}\n"
+        + entry("  %i = add i64 %wide, 14\n  call void @put(ptr addrspace(7) %a, i64 %i, i32 %id)\n")
+    )
+    result = run(text, [64], 4)
+    assert sites(result) == [("store", 2, 2, 64, 68)]
+    assert [report.site.function for report in result.validation] == ["main"]
+    assert words(result.data_buffers[0], 16)[14:] == [0, 1] and guards_intact(result)
+
+
 def test_accesses_no_data_buffer_explains_are_counted_unchecked():
     text = (
         "define void @fill(ptr addrspace(7) %p) noinline {\n"

@@ -311,6 +311,16 @@ class Function:
         close = closing(tokens, self._name_index + 1)
         return [token for _, token in tokens[close + 1 :] if token != "{"]
 
+    def add_attribute(self, word: str) -> None:
+        """Give the function the attribute `word` (`alwaysinline`): after its parameters and any
+        `unnamed_addr` and address space, where function attributes go."""
+        tokens = self._tokens
+        index = closing(tokens, self._name_index + 1) + 1
+        while index < len(tokens) and tokens[index][1] in ("unnamed_addr", "local_unnamed_addr", "addrspace"):
+            index = closing(tokens, index + 1) + 1 if tokens[index][1] == "addrspace" else index + 1
+        self.header = f"{text_of(tokens, 0, index)} {word} {text_of(tokens, index)}"
+        self._tokens = tokenize(self.header)
+
     def instructions(self) -> Iterator[tuple[Block, Instruction]]:
         for block in self.blocks or ():
             for instruction in block.instructions:
