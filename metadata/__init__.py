@@ -14,48 +14,54 @@ proposal. Nothing here needs llvmlite.
             log.write(chunk)
 """
 
-from .abort_buffer import AbortDecoding, AbortMessage, decode_abort_buffer, parse_message_data
-from .buffer_region import Issue
-from .cformat import format_value, format_values
-from .elf_notes import note_only_elf, read_table, with_table
-from .errors import BufferDecodeError, DprintfError, ElfError, FormatStringError, LinkError, TableError
-from .formats import Conversion, FormatString, parse_format
-from .ids import format_string_id
-from .layout import ArgType, Layout
-from .linking import FormatRegistry, link_tables
-from .printf_buffer import PrintfDecoding, PrintfEntry, decode_printf_buffer
-from .render_pool import RenderPool
-from .table import FormatEntry, FormatTable
+import importlib
+from typing import Any
 
-__all__ = [
-    "AbortDecoding",
-    "AbortMessage",
-    "ArgType",
-    "BufferDecodeError",
-    "Conversion",
-    "DprintfError",
-    "ElfError",
-    "FormatEntry",
-    "FormatRegistry",
-    "FormatString",
-    "FormatStringError",
-    "FormatTable",
-    "Issue",
-    "Layout",
-    "LinkError",
-    "PrintfDecoding",
-    "PrintfEntry",
-    "RenderPool",
-    "TableError",
-    "decode_abort_buffer",
-    "decode_printf_buffer",
-    "format_string_id",
-    "format_value",
-    "format_values",
-    "link_tables",
-    "note_only_elf",
-    "parse_format",
-    "parse_message_data",
-    "read_table",
-    "with_table",
-]
+# name -> the module that defines it. Imported on first use, so that a driver or a tool that needs
+# one module (the errors, the wire format) does not pay for numpy, msgpack and pyelftools at start-up.
+_EXPORTS = {
+    "AbortDecoding": "abort_buffer",
+    "AbortMessage": "abort_buffer",
+    "decode_abort_buffer": "abort_buffer",
+    "parse_message_data": "abort_buffer",
+    "Issue": "buffer_region",
+    "format_value": "cformat",
+    "format_values": "cformat",
+    "note_only_elf": "elf_notes",
+    "read_table": "elf_notes",
+    "with_table": "elf_notes",
+    "BufferDecodeError": "errors",
+    "DprintfError": "errors",
+    "ElfError": "errors",
+    "FormatStringError": "errors",
+    "LinkError": "errors",
+    "TableError": "errors",
+    "Conversion": "formats",
+    "FormatString": "formats",
+    "parse_format": "formats",
+    "format_string_id": "ids",
+    "ArgType": "layout",
+    "Layout": "layout",
+    "FormatRegistry": "linking",
+    "link_tables": "linking",
+    "PrintfDecoding": "printf_buffer",
+    "PrintfEntry": "printf_buffer",
+    "decode_printf_buffer": "printf_buffer",
+    "RenderPool": "render_pool",
+    "FormatEntry": "table",
+    "FormatTable": "table",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

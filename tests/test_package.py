@@ -31,3 +31,14 @@ def test_metadata_decodes_without_llvmlite() -> None:
     result = subprocess.run([sys.executable, "-c", DRIVER], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "id 7: 0.500000, -2.000000\n"
+
+
+def test_one_module_of_metadata_imports_alone() -> None:
+    """`metadata` imports its modules on first use: the errors do not bring numpy, msgpack or pyelftools."""
+    probe = "import sys, metadata.errors; print(sorted({'numpy', 'msgpack', 'elftools'} & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[]\n"
+    names = "import metadata; print(metadata.FormatRegistry.__module__, 'FormatRegistry' in dir(metadata))"
+    result = subprocess.run([sys.executable, "-c", names], capture_output=True, text=True, check=False)
+    assert result.stdout == "metadata.linking True\n"
