@@ -31,6 +31,7 @@ from metadata.table import FormatEntry, FormatTable, unpack_document
 from metadata.validation import SITE_LAYOUT, ValidationTable
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
+from .calling_conventions import lower_conventions
 from .codegen import module_layout, target_machine
 from .diagnostics import Diagnostic, LoweringError
 from .helper_ir import ABORT, PRINTF, SIGN_EXTENDED, Argument, Helper, classify, define_helper
@@ -130,6 +131,7 @@ class _Lowering:
         linked = self._link()
         kinds = [kind for kind in KINDS if self._declared(linked, kind)]
         self.module = Module.parse(str(linked))
+        lower_conventions(self.module)
         calls = self._find_calls(kinds)
         self.outlined_functions = self._crowded_functions(calls)
         for call in calls:

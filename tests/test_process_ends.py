@@ -213,7 +213,7 @@ def test_a_module_without_printf_or_entry_compiles_for_amdpal_with_an_empty_tabl
 
 
 def test_a_fatal_error_inside_llvm_is_an_error_line_and_no_file(tmp_path):
-    module = write_module(tmp_path, "define spir_func void @f() {\n  ret void\n}\n")
+    module = write_module(tmp_path, "define x86_fastcallcc void @f() {\n  ret void\n}\n")
     elf = tmp_path / "out.o"
     done = dprintf("compile", module, "-o", str(elf))
     assert done.returncode == 1

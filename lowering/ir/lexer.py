@@ -134,6 +134,11 @@ def global_references(text: str) -> Iterator[str]:
     return (name for name in _GLOBAL_REFERENCE.findall(text) if name)
 
 
+def without_word(text: str, word: str) -> str:
+    """`text` without the token `word` (a keyword: never one inside a string or a name)."""
+    return "".join(space + token for space, token in tokenize(text) if token != word).strip()
+
+
 def rewrite_address_space(text: str, old: int, new: int) -> str:
     """`text` with every `addrspace(old)` outside strings and comments spelt `addrspace(new)`."""
 

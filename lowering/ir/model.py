@@ -27,6 +27,7 @@ from .lexer import (
     string_value,
     text_of,
     tokenize,
+    without_word,
 )
 from .types import type_end
 from .values import Operand
@@ -310,6 +311,11 @@ class Function:
         tokens = self._tokens
         close = closing(tokens, self._name_index + 1)
         return [token for _, token in tokens[close + 1 :] if token != "{"]
+
+    def remove_word(self, word: str) -> None:
+        """Drop the keyword `word` from the header (a calling convention, an attribute)."""
+        self.header = without_word(self.header, word)
+        self._tokens = tokenize(self.header)
 
     def add_attribute(self, word: str) -> None:
         """Give the function the attribute `word` (`alwaysinline`): after its parameters and any
