@@ -94,6 +94,20 @@ def test_the_command_prints_the_report_and_exits_4():
     ]
 
 
+def words_loop(comparison: str) -> str:
+    """Stores 1 into words 0, 1, ... of %a through a pointer phi while `i + 1 <comparison> 16`."""
+    return (
+        "  br label %loop\nloop:\n"
+        "  %p = phi ptr addrspace(7) [ %a, %entry ], [ %next, %loop ]\n"
+        "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]\n"
+        "  store i32 1, ptr addrspace(7) %p, align 4\n"
+        "  %next = getelementptr i32, ptr addrspace(7) %p, i64 1\n"
+        "  %i.next = add i64 %i, 1\n"
+        f"  %more = icmp {comparison} i64 %i.next, 16\n"
+        "  br i1 %more, label %loop, label %done\ndone:\n"
+    )
+
+
 IN_BOUNDS = {
     "last byte": (
         "  %at = getelementptr i8, ptr addrspace(7) %a, i64 63\n  store i8 1, ptr addrspace(7) %at\n"
@@ -103,16 +117,7 @@ IN_BOUNDS = {
         "  %cell = getelementptr inbounds i32, ptr addrspace(7) %row, i64 3\n"
         "  store i32 7, ptr addrspace(7) %cell, align 4\n"
     ),
-    "a loop through a phi": (
-        "  br label %loop\nloop:\n"
-        "  %p = phi ptr addrspace(7) [ %a, %entry ], [ %next, %loop ]\n"
-        "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]\n"
-        "  store i32 1, ptr addrspace(7) %p, align 4\n"
-        "  %next = getelementptr i32, ptr addrspace(7) %p, i64 1\n"
-        "  %i.next = add i64 %i, 1\n"
-        "  %more = icmp ult i64 %i.next, 16\n"
-        "  br i1 %more, label %loop, label %done\ndone:\n"
-    ),
+    "a loop through a phi": words_loop("ult"),
     "a select of two cells": (
         "  %even = getelementptr i8, ptr addrspace(7) %a, i64 8\n"
         "  %odd = getelementptr i8, ptr addrspace(7) %a, i64 60\n"
@@ -160,14 +165,7 @@ PLANTED = {
         [("load", 8, 0, -8, -1)],
     ),
     "a phi that runs one past": (
-        "  br label %loop\nloop:\n"
-        "  %p = phi ptr addrspace(7) [ %a, %entry ], [ %next, %loop ]\n"
-        "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]\n"
-        "  store i32 1, ptr addrspace(7) %p, align 4\n"
-        "  %next = getelementptr i32, ptr addrspace(7) %p, i64 1\n"
-        "  %i.next = add i64 %i, 1\n"
-        "  %more = icmp ule i64 %i.next, 16\n"
-        "  br i1 %more, label %loop, label %done\ndone:\n",
+        words_loop("ule"),
         [("store", 8, 0, 64, 64)],
     ),
     "a select and a memset too long for odd ids": (
