@@ -81,49 +81,63 @@ def instrument(
     """Check every data-buffer access of `module`'s entries (functions whose parameters are SPEC 11's)
     but those provably in bounds; the sites, the unchecked accesses and the checks removed. Types have
     the sizes of `data_layout`; new names start with `prefix`."""
-    sites: list[Site] = []
-    unchecked: Counter[tuple[str, str | None]] = Counter()
-    removed = 0
-    sizes = _TypeSizes(data_layout)
-    entries = {entry.function.name: entry for entry in _entries(module, buffer_type)}
-    references = module.reference_counts()
+    instrumentation = _Instrumentation(module, buffer_type, data_layout, prefix, report)
     for function in list(module.definitions()):
-        entry = entries.get(function.name)
-        if entry is None and references[function.name] <= 1:
-            continue  # called from nowhere in the module (inlined everywhere): its copies are checked
+        instrumentation.run_on(function)
+    return instrumentation.finish()
+
+
+class _Instrumentation:
+    """One module's checks: the entries, and what has been found so far."""
+
+    def __init__(
+        self, module: Module, buffer_type: str, data_layout: str, prefix: str, report: ReportCall
+    ) -> None:
+        self.module = module
+        self.buffer_type = buffer_type
+        self.prefix = prefix
+        self.report = report
+        self.sizes = _TypeSizes(data_layout)
+        self.entries = {entry.function.name: entry for entry in _entries(module, buffer_type)}
+        self.references = module.reference_counts()
+        self.sites: list[Site] = []
+        self.unchecked: Counter[tuple[str, str | None]] = Counter()
+        self.removed = 0
+
+    def run_on(self, function: Function) -> None:
+        """Check the accesses of `function`; count them unchecked outside an entry."""
+        entry = self.entries.get(function.name)
+        if entry is None and self.references[function.name] <= 1:
+            return  # called from nowhere in the module (inlined everywhere): its copies are checked
         roots = _derivations(function, entry) if entry is not None else {}
-        offsets = _constant_offsets(function, entry, sizes) if entry is not None else {}
+        offsets = _constant_offsets(function, entry, self.sizes) if entry is not None else {}
         for _, instruction in list(function.instructions()):
             for access in _accesses(instruction):
-                if _pointer_type(instruction, access.pointer) != buffer_type or access.bytes is None:
+                if _pointer_type(instruction, access.pointer) != self.buffer_type or access.bytes is None:
                     continue
-                source = _source(module, instruction)
                 root = roots.get(access.pointer)
+                source = _source(self.module, instruction)
                 if entry is None or root is None:
-                    unchecked[function.name, source] += 1
+                    self.unchecked[function.name, source] += 1
                     continue
                 size = access.bytes if isinstance(access.bytes, int) else None
-                offset = offsets.get(access.pointer)
-                if (
-                    size is not None
-                    and offset is not None
-                    and 0 <= offset <= entry.minimum_bytes[root] - size
-                ):
-                    removed += 1
+                if _in_bounds(offsets.get(access.pointer), size, entry.minimum_bytes[root]):
+                    self.removed += 1
                     continue
                 site = Site.new(access.kind, size, root, entry.data_buffers[root], function.name, source)
-                check = _Check(entry, site, access, buffer_type, f"{prefix}v{len(sites)}.")
-                sites.append(site)
-                check.guard(function, instruction, report)
-    if sites:
-        count = max(len(entry.data_buffers) for entry in entries.values())
-        if SIZES_GLOBAL not in module.globals:
-            module.add_global(f"{global_name(SIZES_GLOBAL)} = external global [{count} x i64]")
-    return ValidationTable(
-        tuple(sites),
-        tuple(Unchecked(function, source, count) for (function, source), count in unchecked.items()),
-        removed,
-    )
+                check = _Check(entry, site, access, self.buffer_type, f"{self.prefix}v{len(self.sites)}.")
+                self.sites.append(site)
+                check.guard(function, instruction, self.report)
+
+    def finish(self) -> ValidationTable:
+        """Declare the sizes global the checks read; the table."""
+        if self.sites and SIZES_GLOBAL not in self.module.globals:
+            count = max(len(entry.data_buffers) for entry in self.entries.values())
+            self.module.add_global(f"{global_name(SIZES_GLOBAL)} = external global [{count} x i64]")
+        unchecked = (
+            Unchecked(function, source, count) for (function, source), count in self.unchecked.items()
+        )
+        return ValidationTable(tuple(self.sites), tuple(unchecked), self.removed)
 
 
 def _in_bounds(offset: int | None, size: int | None, minimum: int) -> bool:
@@ -301,7 +315,8 @@ def _store_bits(parsed: ir.Type | None) -> int | None:
 
 def _pointer_type(instruction: Instruction, pointer: str) -> str | None:
     """The type of `pointer` where `instruction` uses it."""
-    operands = instruction.call().arguments if instruction.opcode == "call" else instruction.operands  # type: ignore[union-attr]
+    site = instruction.call() if instruction.opcode == "call" else None
+    operands = site.arguments if site is not None else instruction.operands
     return next((operand.type for operand in operands if operand.value.partition(" ")[0] == pointer), None)
 
 
