@@ -40,7 +40,7 @@ _FLAT_CALL = re.compile(
     rf"(?:%[-\w$.]+ = )?(?:(?:tail|musttail|notail) )?call [^@%\n]*+([@%][-\w$.]+)"
     rf"\(((?:{_FLAT_OPERAND_TEXT}|,)*+)\)(.*)"
 )
-_FLAT_OPERAND = re.compile(rf"{_FLAT_OPERAND_TEXT}++")
+_FLAT_OPERAND = re.compile(rf"(?! ){_FLAT_OPERAND_TEXT}++")  # from its first character on
 _ATTACHMENT = re.compile(r"(![-\w$.]+) (![-\w$.]+)")
 _BYTES_GLOBAL = re.compile(
     r'@[-\w$.]+ = ((?:[\w(),]+ )*?)(global|constant) (\[\d+ x i8\])(?: (c"[^"]*"|zeroinitializer))?(?:, .*)?'
@@ -127,7 +127,7 @@ class Instruction:
             flat = _FLAT_CALL.fullmatch(self.text)
             if flat is not None:
                 callee, operands, tail = flat.groups()
-                arguments = [Operand.parse(operand.strip()) for operand in _FLAT_OPERAND.findall(operands)]
+                arguments = list(map(Operand.parse, _FLAT_OPERAND.findall(operands)))
                 return CallSite("call", callee, arguments, tail.strip())
         return self.lexed_call()
 
