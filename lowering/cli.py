@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("inputs", nargs="+", metavar="IN.ll", help="textual LLVM IR ('-' reads stdin)")
     lower.add_argument("-o", "--output", metavar="OUT.ll", help="output file (stdout by default)")
     lower.add_argument("--target", choices=("cpu", "amdpal", "nvptx"), default="cpu")
-    lower.add_argument("--validate", action="store_true", help="check every data-buffer access (SPEC 11)")
+    _add_validate(lower)
 
     compile_ = commands.add_parser(
         "compile", help="lower and compile to an ELF object with the table in a note"
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("inputs", nargs="+", metavar="IN.ll")
     compile_.add_argument("-o", "--output", metavar="OUT", required=True)
     compile_.add_argument("--target", choices=("amdpal", "cpu"), default="amdpal")
-    compile_.add_argument("--validate", action="store_true", help="check every data-buffer access (SPEC 11)")
+    _add_validate(compile_)
     compile_.add_argument(
         "--mcpu", metavar="NAME", help="target processor (gfx1100 for amdpal, the host for cpu)"
     )
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
     )
     run.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
-    run.add_argument("--validate", action="store_true", help="check every data-buffer access (SPEC 11)")
+    _add_validate(run)
     run.add_argument(
         "--timeout",
         type=_positive_seconds,
@@ -126,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _BYTE_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def _add_validate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--validate", action="store_true", help="check every data-buffer access (SPEC 11)")
 
 
 def _integer(least: int, most: int, units: dict[str, int] | None = None) -> Callable[[str], int]:
