@@ -7,6 +7,8 @@ import importlib
 import sys
 from collections.abc import Callable
 
+from metadata.formats import C_DIALECT, DIALECTS
+
 from .device import (
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
@@ -34,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("inputs", nargs="+", metavar="IN.ll", help="textual LLVM IR ('-' reads stdin)")
     lower.add_argument("-o", "--output", metavar="OUT.ll", help="output file (stdout by default)")
     lower.add_argument("--target", choices=("cpu", "amdpal", "nvptx"), default="cpu")
-    _add_validate(lower)
+    _add_lowering_options(lower)
 
     compile_ = commands.add_parser(
         "compile", help="lower and compile to an ELF object with the table in a note"
@@ -42,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("inputs", nargs="+", metavar="IN.ll")
     compile_.add_argument("-o", "--output", metavar="OUT", required=True)
     compile_.add_argument("--target", choices=("amdpal", "cpu"), default="amdpal")
-    _add_validate(compile_)
+    _add_lowering_options(compile_)
     compile_.add_argument(
         "--mcpu", metavar="NAME", help="target processor (gfx1100 for amdpal, the host for cpu)"
     )
@@ -84,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
     )
     run.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
-    _add_validate(run)
+    _add_lowering_options(run)
     run.add_argument(
         "--timeout",
         type=_positive_seconds,
@@ -128,8 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
 _BYTE_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
-def _add_validate(parser: argparse.ArgumentParser) -> None:
+def _add_lowering_options(parser: argparse.ArgumentParser) -> None:
+    """The options of every command that lowers: validation and the format dialect."""
     parser.add_argument("--validate", action="store_true", help="check every data-buffer access (SPEC 11)")
+    parser.add_argument(
+        "--format-dialect",
+        choices=DIALECTS,
+        default=C_DIALECT,
+        help="how format strings read: C's (default), or VVL's habits (SPEC 9)",
+    )
 
 
 def _integer(least: int, most: int, units: dict[str, int] | None = None) -> Callable[[str], int]:

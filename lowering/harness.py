@@ -22,6 +22,7 @@ import llvmlite.binding as llvm
 
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_builder import build_buffer
+from metadata.formats import C_DIALECT
 from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.validation import CombinedLookup, SiteReport, split_decoding
 from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
@@ -103,6 +104,7 @@ class RunResult:
     data_buffers: tuple[Image, ...] = ()
     data_guards: tuple[Image, ...] = ()
     validation: tuple[SiteReport, ...] | None = None  # with validation: out-of-bounds accesses per site
+    lowering_warnings: tuple[str, ...] = ()  # what the pass said of the module (LoweredModule.warnings)
 
     @property
     def device_lost(self) -> bool:
@@ -169,6 +171,7 @@ def run_sources(
     timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS,
     data_buffers: Sequence[Image] = (),
     validate: bool = False,
+    dialect: str = C_DIALECT,
 ) -> RunResult:
     """Lower `sources` for `device` (with `validate`, checking data-buffer accesses), run invocations
     `0 .. invocations-1` of `entry`, decode the buffers.
@@ -179,7 +182,7 @@ def run_sources(
     error.
     """
     chosen = open_device(device) if isinstance(device, str) else device
-    lowered = lower_sources(sources, target=chosen.target, validate=validate)
+    lowered = lower_sources(sources, target=chosen.target, validate=validate, dialect=dialect)
     return run_lowered(
         lowered,
         entry=entry,
@@ -353,6 +356,7 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
         status=status,
         printf=printf,
         validation=reports,
+        lowering_warnings=lowered.warnings,
         abort=abort,
         printf_buffer=printf_buffer,
         abort_buffer=abort_buffer,

@@ -26,7 +26,7 @@ import llvmlite.ir as ir
 
 from metadata.elf_notes import pal_metadata_ir
 from metadata.errors import DprintfError
-from metadata.formats import conversion_specs, parse_format
+from metadata.formats import C_DIALECT, VVL_DIALECT, conversion_specs, parse_format
 from metadata.table import FormatEntry, FormatTable, unpack_document
 from metadata.validation import SITE_LAYOUT, ValidationTable
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
@@ -57,14 +57,19 @@ _LLPC_PRINTF_NODE = ('!"DescriptorBuffer"', "i32 -16", "i32 6")
 
 
 def lower_sources(
-    sources: Sequence[Source], target: str | Target = "cpu", *, validate: bool = False
+    sources: Sequence[Source],
+    target: str | Target = "cpu",
+    *,
+    validate: bool = False,
+    dialect: str = C_DIALECT,
 ) -> LoweredModule:
     """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
-    of one), and with `validate` check every data-buffer access (SPEC 11); LoweringError for bad input."""
+    of one), reading format strings in `dialect` (SPEC 9), and with `validate` check every data-buffer
+    access (SPEC 11); LoweringError for bad input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
     with _few_collections():
-        return _Lowering(sources, get_target(target), validate).run()
+        return _Lowering(sources, get_target(target), validate, dialect).run()
 
 
 @contextlib.contextmanager
@@ -109,10 +114,13 @@ class _Lowering:
     match).
     """
 
-    def __init__(self, sources: Sequence[Source], target: Target, validate: bool = False) -> None:
+    def __init__(
+        self, sources: Sequence[Source], target: Target, validate: bool = False, dialect: str = C_DIALECT
+    ) -> None:
         self.sources = sources
         self.target = target
         self.validate = validate
+        self.dialect = dialect
         self.validation: ValidationTable | None = None
         self.module = Module()
         self.table = FormatTable()
@@ -259,6 +267,9 @@ class _Lowering:
         if not buffer.type.startswith("ptr"):
             self.problems.append((call, f"the buffer operand `{operands[0]}` is not a pointer"))
         string = self._format_string(call, string_operand)
+        padding: list[Instruction] = []
+        if self.dialect == VVL_DIALECT and string is not None:
+            rest, padding = self._vvl_arguments(call, string, rest)
         types = tuple(_argument_type(operand) for operand in rest)
         helper = self._helper(call, buffer.type, types, not without_buffer and self._aggregates(call, buffer))
         if string is None or helper is None or len(self.problems) > problems:
@@ -270,7 +281,7 @@ class _Lowering:
         replaced = ", ".join([buffer.text, f"i64 {header}", *(operand.text for operand in rest)])
         node = call.debug_node
         debug = f", !dbg !{node}" if node is not None else ""
-        replacement = [Instruction(f"call void {global_name(helper.name)}({replaced}){debug}")]
+        replacement = [*padding, Instruction(f"call void {global_name(helper.name)}({replaced}){debug}")]
         if without_buffer:
             self.loads_runtime_buffer = True
             load = f"{runtime_value} = load {RUNTIME_BUFFER_TYPE}, ptr {global_name(RUNTIME_BUFFER)}{debug}"
@@ -303,12 +314,50 @@ class _Lowering:
             )
             return
         self._edit(call, [])
+        self.warnings.append(
+            f"{self._where(call)} has no buffer operand and the module no printf buffer node: "
+            "the call is removed"
+        )
+
+    def _where(self, call: _Call) -> str:
+        """`file:line: call N to @lgc.debug.<kind> in function @f`, for a warning about the call."""
         source, line = self._source_line(call)
         where = f"{source}:{line}" if line is not None else source
-        self.warnings.append(
-            f"{where}: call {call.ordinal} to {call.callee_name} in function @{call.function.name} "
-            "has no buffer operand and the module no printf buffer node: the call is removed"
-        )
+        return f"{where}: call {call.ordinal} to {call.callee_name} in function @{call.function.name}"
+
+    def _vvl_arguments(
+        self, call: _Call, string: str, arguments: list[Operand]
+    ) -> tuple[list[Operand], list[Instruction]]:
+        """VVL's habits (SPEC 9): arguments past the conversions are not printed, and a vector shorter
+        than its `%vN` is padded with zero components (by the instructions returned); each a warning,
+        as VVL warns. What does not parse is left for the entry's own check to report."""
+        try:
+            conversions = parse_format(string, VVL_DIALECT).conversions
+        except DprintfError:
+            return arguments, []
+        if len(arguments) > len(conversions):
+            extra = len(arguments) - len(conversions)
+            self.warnings.append(
+                f"{self._where(call)}: {extra} argument(s) after the {len(conversions)} conversion(s) of "
+                f"{string!r} are not printed"
+            )
+            arguments = arguments[: len(conversions)]
+        padded, instructions = [], []
+        for position, (conversion, operand) in enumerate(zip(conversions, arguments, strict=False), start=1):
+            vector = parse_type(operand.type)
+            if conversion.vector and isinstance(vector, ir.VectorType) and vector.count < conversion.vector:
+                name = f"%{self._helper_prefix}pad.{call.kind}.{call.ordinal}.{position}"
+                mask = ", ".join(f"i32 {min(lane, vector.count)}" for lane in range(conversion.vector))
+                sources = f"{operand.type} {operand.value}, {operand.type} zeroinitializer"
+                shuffle = f"shufflevector {sources}, <{conversion.vector} x i32> <{mask}>"
+                instructions.append(Instruction(f"{name} = {shuffle}"))
+                self.warnings.append(
+                    f"{self._where(call)}: argument {position} has {vector.count} component(s) for "
+                    f"'{conversion.text}': padded with zeros"
+                )
+                operand = Operand.parse(f"{ir.VectorType(vector.element, conversion.vector)} {name}")
+            padded.append(operand)
+        return padded + arguments[len(padded) :], instructions
 
     def _format_string(self, call: _Call, operand: Operand) -> str | None:
         """The format string an operand points at, or None after recording why it cannot be read."""
@@ -391,7 +440,7 @@ class _Lowering:
             )
         try:
             self._check_format(string, helper)
-            entry = FormatEntry.for_call(string, helper.layout)
+            entry = FormatEntry.for_call(string, helper.layout, self.dialect)
             self.table.add(entry)
         except DprintfError as failure:
             return str(failure)
@@ -402,7 +451,7 @@ class _Lowering:
         conversions."""
         key = (conversion_specs(string), helper)
         if key not in self.matching:
-            parse_format(string).check(helper.layout)
+            parse_format(string, self.dialect).check(helper.layout)
             self.matching.add(key)
 
     @functools.cached_property

@@ -8,6 +8,7 @@ the driver derives the argument layout from the conversions and the table's 64-b
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -21,6 +22,9 @@ FLOAT_CONVERSIONS = "fFeEgGaA"
 SIGNED_CONVERSIONS = "di"
 INTEGER_LENGTHS = {"hh": 8, "h": 16, "": 32, "l": 64, "ll": 64}
 FLOAT_LENGTHS = ("", "l")
+C_DIALECT = "c"
+VVL_DIALECT = "vvl"  # VVL's habits (SPEC 9): `%ul` is a 64-bit integer in hex, as `%lx` is
+DIALECTS = (C_DIALECT, VVL_DIALECT)
 INT_MAX = (1 << 31) - 1  # C's printf fails with EOVERFLOW on a width or precision past an int
 # Past this, a width or precision is refused even though C takes it: a decoder renders every entry of a
 # buffer, and an untrusted table must not make it allocate gigabytes for one field.
@@ -116,8 +120,9 @@ def _mask_bit(words: Sequence[int], index: int) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def parse_format(text: str) -> FormatString:
-    """Parse `text` by SPEC section 3; raise FormatStringError naming the offending conversion."""
+def parse_format(text: str, dialect: str = C_DIALECT) -> FormatString:
+    """Parse `text` by SPEC section 3 (in `dialect`, section 9); raise FormatStringError naming the
+    offending conversion."""
     pieces: list[str | Conversion] = []
     literal: list[str] = []
     position = 0
@@ -131,6 +136,9 @@ def parse_format(text: str) -> FormatString:
         assert match is not None  # the pattern matches any text after a `%`: every part is optional
         piece = _conversion(text, percent, match)
         position = match.end()
+        if dialect == VVL_DIALECT and piece is not None and _is_vvl_hex(piece, text, position):
+            piece = _vvl_hex(piece)
+            position += 1
         if piece is None:
             literal.append("%")
             continue
@@ -139,6 +147,16 @@ def parse_format(text: str) -> FormatString:
         pieces.append(piece)
     pieces.append("".join(literal))
     return FormatString(text, tuple(piece for piece in pieces if piece != ""))
+
+
+def _is_vvl_hex(piece: Conversion, text: str, end: int) -> bool:
+    """Whether a `%u` is VVL's `%ul` (the `l` follows it)."""
+    return piece.conversion == "u" and not piece.length and text.startswith("l", end)
+
+
+def _vvl_hex(piece: Conversion) -> Conversion:
+    """VVL's `%ul`: a 64-bit integer printed as `%lx` prints it."""
+    return dataclasses.replace(piece, text=piece.text + "l", length="l", conversion="x")
 
 
 def conversion_specs(text: str) -> tuple[str, ...]:

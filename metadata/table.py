@@ -20,7 +20,7 @@ from typing import Any
 import msgpack
 
 from .errors import FormatStringError, LinkError, TableError
-from .formats import FormatString, parse_format
+from .formats import C_DIALECT, DIALECTS, FormatString, parse_format
 from .ids import format_string_id
 from .layout import Layout, sixty_four_bit_mask
 from .wire import ENTRY_HEADER_DWORDS, ID_MASK, MAX_ENTRY_DWORDS
@@ -33,6 +33,7 @@ INDEX_KEY = ".index"
 STRING_KEY = ".string"
 COUNT_KEY = ".argument_count"
 MASK_KEY = ".64bit_arguments"
+DIALECT_KEY = ".dialect"
 _U64 = (1 << 64) - 1
 _MAX_ARGUMENTS = MAX_ENTRY_DWORDS - ENTRY_HEADER_DWORDS
 _UNPACK_REASONS = {msgpack.StackError: "nested too deeply", msgpack.FormatError: "a reserved type byte"}
@@ -40,22 +41,25 @@ _UNPACK_REASONS = {msgpack.StackError: "nested too deeply", msgpack.FormatError:
 
 @dataclass(frozen=True, slots=True)
 class FormatEntry:
-    """One row of the table: ID, format string, argument count and 64-bit mask words."""
+    """One row of the table: ID, format string, argument count, 64-bit mask words, and the format
+    dialect (`.dialect`, absent for C's: SPEC 9)."""
 
     index: int
     string: str
     argument_count: int
     sixty_four_bit: tuple[int, ...]
     other_keys: bytes = b""  # the entry's keys this project does not use, msgpack-packed, kept as read
+    dialect: str = C_DIALECT
 
     @classmethod
-    def for_call(cls, string: str, layout: Layout) -> FormatEntry:
+    def for_call(cls, string: str, layout: Layout, dialect: str = C_DIALECT) -> FormatEntry:
         """The entry a printf or abort call with this string and argument layout records."""
-        return cls(format_string_id(string, layout), string, len(layout), sixty_four_bit_mask(layout))
+        index = format_string_id(string, layout, dialect)
+        return cls(index, string, len(layout), sixty_four_bit_mask(layout), dialect=dialect)
 
     @property
     def format(self) -> FormatString:
-        return parse_format(self.string)
+        return parse_format(self.string, self.dialect)
 
     @property
     def layout(self) -> Layout:
@@ -75,6 +79,7 @@ class FormatEntry:
             STRING_KEY: self.string,
             COUNT_KEY: self.argument_count,
             MASK_KEY: list(self.sixty_four_bit),
+            **({DIALECT_KEY: self.dialect} if self.dialect != C_DIALECT else {}),
             **other,
         }
 
@@ -229,10 +234,11 @@ def _entry_from_map(row: Any, where: str) -> FormatEntry:
         not mask or count % 64 == 0 or mask[-1] >> (count % 64) == 0,
         f"{where}{MASK_KEY} sets bits past {COUNT_KEY} ({count})",
     )
-    other = {key: value for key, value in row.items() if key not in _ENTRY_KEYS}
-    return FormatEntry(
-        index, string, count, tuple(mask), msgpack.packb(other, use_bin_type=True) if other else b""
-    )
+    dialect = row.get(DIALECT_KEY, C_DIALECT)
+    _require(dialect in DIALECTS, f"{where}{DIALECT_KEY} is {reprlib.repr(dialect)}, not one of {DIALECTS}")
+    other = {key: value for key, value in row.items() if key not in (*_ENTRY_KEYS, DIALECT_KEY)}
+    packed = msgpack.packb(other, use_bin_type=True) if other else b""
+    return FormatEntry(index, string, count, tuple(mask), packed, dialect)
 
 
 def _require(condition: bool, message: str) -> None:

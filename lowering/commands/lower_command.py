@@ -20,7 +20,9 @@ STDIN_NAME = "<stdin>"
 
 def run(args: argparse.Namespace) -> int:
     try:
-        lowered = lower_sources(read_sources(args.inputs), args.target, validate=args.validate)
+        lowered = lower_sources(
+            read_sources(args.inputs), args.target, validate=args.validate, dialect=args.format_dialect
+        )
     except LoweringError as failure:
         return report(failure)
     for message in lowered.warnings:

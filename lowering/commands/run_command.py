@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         data_buffers=[data_buffer(size, path) for size, path in args.buffer],
         validate=args.validate,
+        dialect=args.format_dialect,
     )
     if args.dump_buffers is not None:
         dump_buffers(args.dump_buffers, result.data_buffers)
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_output(None, json.dumps(run_document(result, status), allow_nan=False) + "\n")
     else:
+        for message in result.lowering_warnings:
+            warn(message)
         write_text(result.printf)
         report_printf(result.printf)
         report_aborts(result.abort)

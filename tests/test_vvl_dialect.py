@@ -1,0 +1,131 @@
+"""VVL's format habits (SPEC section 9), opt-in with `--format-dialect vvl`: `%lu`, `%lx` and `%ul` on
+64-bit integers, a short vector padded with zeros, extra arguments a warning; recorded in the table
+(`.dialect`), so that the decoder needs no flag. The expected lines are those VVL's
+`docs/debug_printf.md` gives for the same values."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lowering.harness import run_sources
+from lowering.lowering_pass import Source, lower_sources
+from metadata.layout import parse_layout
+from metadata.table import FormatEntry, FormatTable
+
+DPRINTF = [sys.executable, "-m", "lowering.cli"]
+BIG = 0x2000000000000001
+# (format string, IR arguments, VVL's documented output)
+VVL_DOCUMENTED = [
+    (
+        "Here's a float value to 2 decimals %1.2f",
+        "float 0x400921CAC0000000",
+        "Here's a float value to 2 decimals 3.14",
+    ),
+    (
+        "Here's a vector of floats %1.2v4f",
+        "<4 x float> <float 0x3FF3333340000000, float 0x40019999A0000000, float 0x40099999A0000000, "
+        "float 0x4010CCCCC0000000>",
+        "Here's a vector of floats 1.20, 2.20, 3.20, 4.20",
+    ),
+    (
+        "Unsigned long as decimal %lu and as hex 0x%lx",
+        f"i64 {BIG}, i64 {BIG}",
+        "Unsigned long as decimal 2305843009213693953 and as hex 0x2000000000000001",
+    ),
+    (
+        "Padded [%8u] and zero padded hex [%08x]",
+        "i32 42, i32 42",
+        "Padded [      42] and zero padded hex [0000002a]",
+    ),
+    ("as hex 0x%ul", f"i64 {BIG}", "as hex 0x2000000000000001"),
+]
+
+
+def escaped(text: str) -> str:
+    return "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):02X}" for c in text)
+
+
+def module(calls: list[tuple[str, str]]) -> str:
+    """`@main(buf, id)` making one printf call per (format string, IR arguments), a line each."""
+    strings, body = [], []
+    for number, (text, arguments) in enumerate(calls):
+        data = (text + "\n").encode()
+        strings.append(
+            f"@s{number} = private unnamed_addr addrspace(4) constant [{len(data) + 1} x i8] "
+            f'c"{escaped(data.decode())}\\00"'
+        )
+        tail = f", {arguments}" if arguments else ""
+        body.append(
+            "  call void (ptr addrspace(7), ptr addrspace(4), ...) @lgc.debug.printf("
+            f"ptr addrspace(7) %buf, ptr addrspace(4) @s{number}{tail})"
+        )
+    return "\n".join(
+        [
+            *strings,
+            "declare void @lgc.debug.printf(ptr addrspace(7), ptr addrspace(4), ...)",
+            "define void @main(ptr addrspace(7) %buf, i32 %id) {",
+            "entry:",
+            *body,
+            "  ret void",
+            "}",
+            "",
+        ]
+    )
+
+
+def test_the_documented_examples_print_as_vvl_prints_them():
+    text = module([(fmt, arguments) for fmt, arguments, _ in VVL_DOCUMENTED])
+    result = run_sources([Source("vvl.ll", text)], dialect="vvl")
+    assert result.printf.text().splitlines() == [expected for _, _, expected in VVL_DOCUMENTED]
+
+
+def test_a_short_vector_is_padded_and_extra_arguments_are_not_printed_each_with_a_warning():
+    text = module([("v %v4f", "<2 x float> <float 1.5, float 2.5>"), ("n %d", "i32 1, i32 2, float 3.0")])
+    lowered = lower_sources([Source("vvl.ll", text)], dialect="vvl")
+    assert lowered.warnings == (
+        "vvl.ll:6: call 1 to @lgc.debug.printf in function @main: argument 1 has 2 component(s) for '%v4f': "
+        "padded with zeros",
+        "vvl.ll:7: call 2 to @lgc.debug.printf in function @main: 2 argument(s) after the 1 conversion(s) of "
+        "'n %d\\n' are not printed",
+    )
+    result = run_sources([Source("vvl.ll", text)], dialect="vvl")
+    assert result.printf.text() == "v 1.500000, 2.500000, 0.000000, 0.000000\nn 1\n"
+    assert result.lowering_warnings == lowered.warnings
+
+
+def test_the_c_dialect_stays_c():
+    text = module([("c %ul", "i32 255")])
+    assert run_sources([Source("c.ll", text)]).printf.text() == "c 255l\n"
+    with pytest.raises(Exception, match="2 conversion\\(s\\) but 1 argument"):
+        lower_sources([Source("c.ll", module([("v %v4f %d", "<2 x float> <float 1.5, float 2.5>")]))])
+
+
+def test_the_table_records_the_dialect_and_ids_differ_from_c():
+    layout = parse_layout("i64")
+    vvl, c = FormatEntry.for_call("%lu\n", layout, "vvl"), FormatEntry.for_call("%lu\n", layout)
+    assert vvl.index != c.index and vvl.to_map()[".dialect"] == "vvl" and ".dialect" not in c.to_map()
+    read = FormatTable.decode(FormatTable([vvl]).encode())
+    assert read.get(vvl.index) == vvl and read.get(vvl.index).format.conversions[0].conversion == "u"
+    odd = FormatTable.decode(FormatTable([vvl]).encode().replace(b"vvl", b"xyz"))
+    assert len(odd) == 0 and "'xyz'" in odd.warnings[0]
+
+
+def test_decode_reads_the_dialect_from_the_elf_without_a_flag(tmp_path):
+    source, elf, dump = tmp_path / "vvl.ll", tmp_path / "vvl.o", tmp_path / "printf.bin"
+    source.write_text(module([("hex %ul and %lu", f"i64 {BIG}, i64 {BIG}")]))
+    compiled = subprocess.run(
+        [*DPRINTF, "compile", str(source), "--target", "cpu", "--format-dialect", "vvl", "-o", str(elf)]
+    )
+    assert compiled.returncode == 0
+    listed = json.loads(subprocess.run([*DPRINTF, "inspect", str(elf), "--json"], capture_output=True).stdout)
+    assert [row.get("dialect") for row in listed["strings"]] == ["vvl"]
+    result = run_sources([Source("vvl.ll", source.read_text())], dialect="vvl")
+    dump.write_bytes(bytes(result.printf_buffer))
+    decoded = subprocess.run(
+        [*DPRINTF, "decode", str(dump), "--elf", str(elf)], capture_output=True, text=True
+    )
+    assert decoded.stdout == "hex 2000000000000001 and 2305843009213693953\n"
