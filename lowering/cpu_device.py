@@ -25,10 +25,10 @@ import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from .codegen import host_target_machine, optimize
 from .device import DeviceRun, EntryPoint, Image, Launch
 from .device_worker import Job, run_worker, runtime_globals_job, serve
 from .runtime_globals import define_declared_globals
+from .target_machines import host_target_machine, optimize
 from .targets import get_target
 
 TRAP_GRACE_SECONDS = 0.05

@@ -32,7 +32,6 @@ from metadata.validation import SITE_LAYOUT, ValidationTable
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
 from .calling_conventions import lower_conventions
-from .codegen import module_layout, target_machine
 from .diagnostics import Diagnostic, LoweringError
 from .helper_ir import ABORT, PRINTF, SIGN_EXTENDED, Argument, Helper, classify, define_helper
 from .ir.debug_info import call_lines, source_location
@@ -42,6 +41,7 @@ from .ir.reading import link, parse_source
 from .ir.types import parse_type
 from .ir.values import ConstantExpression, Operand
 from .lowered_module import LoweredModule, Source
+from .target_machines import module_layout, target_machine
 from .targets import INPUT_BUFFER_ADDRESS_SPACE, Aggregation, Target, get_target
 from .validation_pass import FailedCheck, entry_names, instrument
 from .warp_aggregation import define_warp_aggregated_reserve

@@ -29,7 +29,6 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numpy as np
 
-from .codegen import optimize, target_machine
 from .device import DeviceError, DeviceRun, EntryPoint, Image, Launch
 from .device_worker import Job, run_worker, runtime_globals_job, serve, whole_pages
 from .diagnostics import LoweringError
@@ -37,6 +36,7 @@ from .ir.lexer import bare_name, global_references
 from .ir.reading import parse_source, verify
 from .isolation import isolated
 from .runtime_globals import define_declared_globals
+from .target_machines import optimize, target_machine
 from .targets import Target, get_target
 
 KERNEL_NAME = "dprintf_kernel"

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .ids import format_string_id
 from .layout import parse_layout, sixty_four_bit_mask
-from .linking import FormatRegistry
 from .printf_buffer import PrintfDecoding
 from .table import FormatEntry, FormatTable
 from .wire import entry_dwords
+
+if TYPE_CHECKING:  # the registry brings pyelftools, which a run that links nothing does not need
+    from .linking import FormatRegistry
 
 VALIDATION_KEY = "amdpal.validation"
 VERSION = 1
