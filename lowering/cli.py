@@ -13,8 +13,10 @@ from .device import (
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
     DEFAULT_RUN_TIMEOUT_SECONDS,
+    DEVICE_MODULES,
     MAX_INVOCATIONS,
 )
+from .device_worker import prestart
 from .process_ends import run_main
 
 # What each numeric option accepts: the contract's own limits (MAX_INVOCATIONS, the 2 GiB offset
@@ -182,6 +184,8 @@ def _positive_seconds(text: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` and run the command under the process-end policy of `process_ends`."""
     args = build_parser().parse_args(argv)
+    if args.command == "run":
+        prestart(DEVICE_MODULES[args.device])  # starts while the command imports and lowers
     command = importlib.import_module(f"lowering.commands.{args.command}_command")
     return run_main(lambda: command.run(args))
 

@@ -110,6 +110,10 @@ class DeviceRun:
     status: DeviceStatus
 
 
+# `--device` name -> the module that opens the device and is its worker (`python -m` it).
+DEVICE_MODULES = {"cpu": "lowering.cpu_device", "nvptx": "lowering.nvptx_device"}
+
+
 class Device(Protocol):
     """A place to run lowered code. `name` is how `--device` spells it; `target` is the lowering target of
     the code it runs. `run` runs `launch` with the buffers initialised from `images` (printf, abort; the
@@ -121,3 +125,11 @@ class Device(Protocol):
     target: str
 
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun: ...
+
+    def prepare(self) -> None:
+        """Start what the next `run` needs (its worker) ahead of it, while the caller lowers the code."""
+        ...
+
+    def release(self) -> None:
+        """Undo a `prepare` that no `run` followed."""
+        ...

@@ -6,9 +6,11 @@ file (a memfd), each from a page boundary, that both processes map: whatever the
 worker ended outlives it, and the harness copies the images back from there.
 
 The worker is started by `subprocess`, which forks and execs at once: safe in a caller that has threads
-or has run LLVM or CUDA. It costs a few tenths of a second (the interpreter, llvmlite). A multiprocessing
-`forkserver` would start workers in milliseconds, but it imports the caller's main script into every
-worker, which breaks scripts that call the harness at top level.
+or has run LLVM or CUDA. It costs a few tenths of a second (the interpreter, llvmlite, CUDA's start), so
+it is started ahead of its job: `dprintf run` starts it as soon as its arguments are read (`prestart`),
+the harness when it opens the device (`Worker`), and it starts while the caller imports and lowers. A
+multiprocessing `forkserver` would start workers in milliseconds, but it imports the caller's main script
+into every worker, which breaks scripts that call the harness at top level.
 
 The protocol: the worker reads its job as JSON on stdin and reports on stdout, one line per event,
 `<event>` or `<event>: <detail>`: `running` once the code is ready to run, then `completed: <seconds the
@@ -22,6 +24,7 @@ The worker imports this module and the device types (`device`), none of what the
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import mmap
@@ -67,17 +70,89 @@ def runtime_globals_job(launch: Launch) -> list[dict[str, Any]]:
     ]
 
 
-def run_worker(device: str, module: str, job: Job, images: Sequence[Image], timeout: float) -> DeviceRun:
-    """Run the worker `python -m module` on `job`, with the buffers initialised from `images`; wait for it
-    at most `timeout` seconds; the images as it left them and how it ended.
+def run_worker(
+    device: str, module: str, job: Job, images: Sequence[Image], timeout: float, worker: Worker | None = None
+) -> DeviceRun:
+    """Run the worker `python -m module` (or `worker`, started ahead) on `job`, with the buffers
+    initialised from `images`; wait for it at most `timeout` seconds; the images as it left them and how
+    it ended.
 
     The job the worker reads has `memory_fd` (the shared file) and `regions` ((offset, size) of each
     image in it) added. DeviceError when the worker fails, or ends before it runs the code.
     """
-    with _SharedImages(images) as shared:
-        shared_job = {**job, "memory_fd": shared.fd, "regions": shared.regions}
-        status = _supervise(device, module, shared_job, timeout)
+    started = worker if worker is not None else Worker(module)
+    try:
+        shared = _SharedImages(images, started.memory_fd)
+        shared_job = {**job, "memory_fd": started.memory_fd, "regions": shared.regions}
+        status = started.supervise(device, shared_job, timeout)
         return DeviceRun(shared.images(), status)
+    finally:
+        started.close()
+
+
+_PRESTARTED: dict[str, Worker] = {}
+
+
+def prestart(module: str) -> None:
+    """Start a worker for `module` now, at the very start of a command, for its device to take
+    (`take_prestarted`): the interpreter starts and imports while the command imports and lowers. One
+    no device takes is ended when the process exits."""
+    if module not in _PRESTARTED:
+        if not _PRESTARTED:
+            atexit.register(_close_prestarted)
+        _PRESTARTED[module] = Worker(module)
+
+
+def take_prestarted(module: str) -> Worker | None:
+    """The worker `prestart` started for `module`, if any (once)."""
+    return _PRESTARTED.pop(module, None)
+
+
+def _close_prestarted() -> None:
+    for worker in _PRESTARTED.values():
+        worker.close()
+    _PRESTARTED.clear()
+
+
+class Worker:
+    """A worker process started ahead of its job: the interpreter starts and imports while the harness
+    lowers the module. It waits for its job on stdin; the shared file, empty until the job is known, is
+    passed to it at the start. `close` ends a worker that was never given a job."""
+
+    def __init__(self, module: str) -> None:
+        self.memory_fd = os.memfd_create("dprintf-buffers")
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            pass_fds=(self.memory_fd,),
+            env=_worker_environment(),
+        )
+
+    def supervise(self, device: str, job: Job, timeout: float) -> DeviceStatus:
+        """Give the worker the job, wait for it at most `timeout` seconds; say how it ended."""
+        events, timed_out, interruption = _wait(self.process, job, timeout)
+        self.log.seek(0)
+        printed = self.log.read()[-_LOG_TAIL_BYTES:].decode("utf-8", "replace").strip()
+        if interruption is not None:
+            return DeviceStatus.interrupted_by(interruption, printed)
+        reported = dict(line.partition(": ")[::2] for line in events.decode("utf-8", "replace").splitlines())
+        return _status(device, timeout, self.process.returncode, timed_out, reported, printed)
+
+    def close(self) -> None:
+        """End the process if it still runs; close the shared file and the log."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        if self.memory_fd >= 0:
+            os.close(self.memory_fd)
+            self.memory_fd = -1
+        self.log.close()
 
 
 class _SharedImages:
@@ -85,20 +160,18 @@ class _SharedImages:
 
     Only the pages of an image that are not all zero are copied (the memfd starts zeroed), and the
     images come back as views of the mapping, not copies: a buffer of a gigabyte is in memory once. The
-    mapping stays open while a view of it is alive; the memfd's descriptor is closed on exit."""
+    mapping stays open while a view of it is alive; the memfd itself is the worker's (`Worker`)."""
 
-    def __init__(self, images: Sequence[Image]) -> None:
+    def __init__(self, images: Sequence[Image], fd: int) -> None:
         self.regions: list[tuple[int, int]] = []
         size = 0
         for image in images:
             self.regions.append((size, len(image)))
             size += whole_pages(len(image))
-        self.fd = os.memfd_create("dprintf-buffers")
         try:
-            os.ftruncate(self.fd, size)
-            self.view = mmap.mmap(self.fd, size)
+            os.ftruncate(fd, size)
+            self.view = mmap.mmap(fd, size)
         except OSError as failure:
-            os.close(self.fd)
             raise MemoryError(f"cannot map {size} bytes of buffers: {failure.strerror}") from None
         for (offset, length), image in zip(self.regions, images, strict=True):
             source = memoryview(image)
@@ -111,32 +184,6 @@ class _SharedImages:
         """The images, as views of the mapping."""
         whole = memoryview(self.view)
         return tuple(whole[offset : offset + length] for offset, length in self.regions)
-
-    def __enter__(self) -> _SharedImages:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        os.close(self.fd)
-
-
-def _supervise(device: str, module: str, job: Job, timeout: float) -> DeviceStatus:
-    """Start the worker, give it the job, wait for it at most `timeout` seconds; say how it ended."""
-    with tempfile.TemporaryFile() as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", module],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            pass_fds=(job["memory_fd"],),
-            env=_worker_environment(),
-        )
-        events, timed_out, interruption = _wait(worker, job, timeout)
-        log.seek(0)
-        printed = log.read()[-_LOG_TAIL_BYTES:].decode("utf-8", "replace").strip()
-    if interruption is not None:
-        return DeviceStatus.interrupted_by(interruption, printed)
-    reported = dict(line.partition(": ")[::2] for line in events.decode("utf-8", "replace").splitlines())
-    return _status(device, timeout, worker.returncode, timed_out, reported, printed)
 
 
 def _worker_environment() -> dict[str, str]:

@@ -13,6 +13,7 @@ capacity, which the result reports.
 from __future__ import annotations
 
 import enum
+import importlib
 import mmap
 import signal
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from .device import (
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
     DEFAULT_RUN_TIMEOUT_SECONDS,
+    DEVICE_MODULES,
     MAX_INVOCATIONS,
     Device,
     DeviceError,
@@ -62,20 +64,12 @@ class Ending(enum.Enum):
     INTERRUPTED = "interrupted"
 
 
-def _cpu_device() -> Device:
-    from . import cpu_device
-
-    return cpu_device.open_device()
-
-
-def _nvptx_device() -> Device:
-    from . import nvptx_device
-
-    return nvptx_device.open_device()
+def _opener(module: str) -> Callable[[], Device]:
+    return lambda: importlib.import_module(module).open_device()
 
 
 # Each device's opener, imported when asked for: a cpu run does not import what the GPU needs.
-DEVICES: dict[str, Callable[[], Device]] = {"cpu": _cpu_device, "nvptx": _nvptx_device}
+DEVICES: dict[str, Callable[[], Device]] = {name: _opener(module) for name, module in DEVICE_MODULES.items()}
 
 
 def open_device(name: str) -> Device:
@@ -182,18 +176,24 @@ def run_sources(
     error.
     """
     chosen = open_device(device) if isinstance(device, str) else device
-    lowered = lower_sources(sources, target=chosen.target, validate=validate, dialect=dialect)
-    return run_lowered(
-        lowered,
-        entry=entry,
-        invocations=invocations,
-        threads=threads,
-        buffer_size=buffer_size,
-        abort_buffer_size=abort_buffer_size,
-        device=chosen,
-        timeout=timeout,
-        data_buffers=data_buffers,
-    )
+    if isinstance(device, str):
+        chosen.prepare()  # the worker starts while the module is lowered
+    try:
+        lowered = lower_sources(sources, target=chosen.target, validate=validate, dialect=dialect)
+        return run_lowered(
+            lowered,
+            entry=entry,
+            invocations=invocations,
+            threads=threads,
+            buffer_size=buffer_size,
+            abort_buffer_size=abort_buffer_size,
+            device=chosen,
+            timeout=timeout,
+            data_buffers=data_buffers,
+        )
+    finally:
+        if isinstance(device, str):
+            chosen.release()  # a worker no run took, when lowering or the launch failed
 
 
 def run_lowered(

@@ -30,7 +30,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from .device import DeviceError, DeviceRun, EntryPoint, Image, Launch
-from .device_worker import Job, run_worker, runtime_globals_job, serve, whole_pages
+from .device_worker import Job, Worker, run_worker, runtime_globals_job, serve, take_prestarted, whole_pages
 from .diagnostics import LoweringError
 from .ir.lexer import bare_name, global_references
 from .ir.reading import parse_source, verify
@@ -75,6 +75,9 @@ class NvptxDevice:
     name = "nvptx"
     target = TARGET.name
 
+    def __init__(self) -> None:
+        self._worker: Worker | None = None  # started by `prepare`, taken by the next `run`
+
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:
         if launch.invocations > KERNEL_MAX_INVOCATIONS:
             raise DeviceError(
@@ -88,7 +91,19 @@ class NvptxDevice:
             "printf_on_host": launch.entry.takes_abort_buffer,
             "globals": runtime_globals_job(launch),
         }
-        return run_worker(self.name, __name__, job, images, launch.timeout)
+        worker, self._worker = self._worker, None
+        return run_worker(self.name, __name__, job, images, launch.timeout, worker)
+
+    def prepare(self) -> None:
+        """Start the next run's worker now, so that it starts while the module is lowered."""
+        if self._worker is None:
+            self._worker = take_prestarted(__name__) or Worker(__name__)
+
+    def release(self) -> None:
+        """End a worker `prepare` started that no run took."""
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
 
 
 def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -227,3 +228,39 @@ def test_what_the_device_itself_prints_is_a_warning(capsys, tmp_path):
         module.write('@note = private constant [6 x i8] c"hello\\00"\ndeclare i32 @puts(ptr)\n')
     status, out, err = dprintf(capsys, "run", program, "--invocations", "2")
     assert (status, out, err) == (0, "0\n1\n", "warning: the cpu device printed: hello\n")
+
+
+def test_run_starts_its_worker_before_lowering_and_the_device_takes_it(tmp_path):
+    """`dprintf run` starts the device's worker as soon as the arguments are read (start-up, #11)."""
+    from lowering import device_worker
+
+    hello = Path(__file__).resolve().parents[1] / "samples" / "hello.ll"
+    probe = (
+        "import sys, lowering.device_worker as w\n"
+        "from lowering import cli\n"
+        "started = []\n"
+        "original = w.Worker.__init__\n"
+        "def counting(self, module):\n"
+        "    started.append(module)\n"
+        "    original(self, module)\n"
+        "w.Worker.__init__ = counting\n"
+        f"status = cli.main(['run', {str(hello)!r}])\n"
+        "print(status, started, sorted(w._PRESTARTED))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.stdout.splitlines()[-1] == "0 ['lowering.cpu_device'] []"  # one worker, taken by the run
+    assert device_worker.take_prestarted("lowering.cpu_device") is None
+
+
+def test_a_worker_no_run_takes_ends_with_the_command(tmp_path):
+    probe = (
+        "import lowering.device_worker as w\n"
+        "from lowering import cli\n"
+        f"status = cli.main(['run', {str(tmp_path / 'missing.ll')!r}])\n"
+        "print(status, w._PRESTARTED['lowering.cpu_device'].process.pid)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    status, pid = done.stdout.split()
+    assert status == "1"
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid), 0)
