@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--dump-buffers", metavar="DIR", help="write each data buffer to DIR/buffer<N>.bin after the run"
     )
-    run.add_argument("--json", action="store_true", help="print one JSON document instead of the output")
+    _add_json_options(run)
 
     decode = commands.add_parser("decode", help="decode raw buffer dumps")
     decode.add_argument("buffer", metavar="BUFFER", help="printf buffer dump ('-' reads stdin)")
@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DWORDS",
         help="capacity in dwords (default: reserved0)",
     )
-    decode.add_argument("--json", action="store_true")
+    _add_json_options(decode)
 
     link = commands.add_parser("link", help="one ELF whose table is the union of the inputs'")
     link.add_argument("inputs", nargs="+", metavar="IN.elf")
@@ -130,6 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _BYTE_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def _add_json_options(parser: argparse.ArgumentParser) -> None:
+    """`--json` (one document) or `--json-lines` (an entry a line, then the summary), not both."""
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--json", action="store_true", help="print one JSON document instead of the output")
+    choice.add_argument(
+        "--json-lines", action="store_true", help="print one JSON entry a line, then one summary line"
+    )
 
 
 def _add_lowering_options(parser: argparse.ArgumentParser) -> None:

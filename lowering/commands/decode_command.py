@@ -13,14 +13,15 @@ import argparse
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_region import Issue
 from metadata.elf_notes import read_document
 from metadata.linking import FormatRegistry
-from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
+from metadata.printf_buffer import TEXT_CHUNK_ENTRIES, PrintfDecoding, decode_printf_buffer
 from metadata.validation import (
     SITE_RECORD_DWORDS,
     CombinedLookup,
@@ -39,7 +40,6 @@ from . import (
     error,
     read_bytes,
     warn,
-    write_output,
 )
 
 STDIN = "-"
@@ -60,9 +60,9 @@ def run(args: argparse.Namespace) -> int:
     status = EXIT_DEVICE_LOST if aborts is not None and aborts.device_lost else EXIT_OK
     if sites and status == EXIT_OK:
         status = EXIT_VALIDATION_ERRORS
-    if args.json:
-        report = document(printf, aborts, warnings, status, sites if validation.sites else None)
-        write_output(None, json.dumps(report, allow_nan=False) + "\n")
+    if args.json or args.json_lines:
+        report = summary(printf, aborts, warnings, status, sites if validation.sites else None)
+        write_json(report, printf, lines=args.json_lines)
         return status
     for message in warnings:
         warn(message)
@@ -137,15 +137,20 @@ def report_aborts(aborts: AbortDecoding) -> None:
         warn(f"abort buffer: {issue}")
 
 
-def document(
+_VALUES_ENCODER = json.JSONEncoder(allow_nan=False)  # one encoder: `json.dumps` with options makes one a call
+ENTRIES = "\0entries\0"  # where the printf entries go in a summary: written in pieces, never held whole
+
+
+def summary(
     printf: PrintfDecoding,
     aborts: AbortDecoding | None,
     warnings: list[str],
     status: int,
     sites: Sequence[SiteReport] | None = None,
 ) -> dict[str, Any]:
-    """The `--json` document: the printf entries and issues, the abort messages, warnings, exit status;
-    with validation sites (`sites` not None), those that recorded errors."""
+    """The `--json` document with ENTRIES in place of the printf entries: the buffer's figures and
+    issues, the abort messages, warnings, exit status; with validation sites (`sites` not None), those
+    that recorded errors."""
     found: dict[str, Any] = {
         "printf": {
             "buffer_offset": printf.buffer_offset,
@@ -153,16 +158,7 @@ def document(
             "written_dwords": printf.written_dwords,
             "dropped_dwords": printf.dropped_dwords,
             "unused_dwords": printf.unused_dwords,
-            "entries": [
-                {
-                    "offset": entry.offset,
-                    "id": entry.id,
-                    "format": entry.format,
-                    "values": _json_values(entry.values),
-                    "text": entry.text,
-                }
-                for entry in printf.entries
-            ],
+            "entries": ENTRIES,
             "issues": _json_issues(printf.issues),
         },
         "abort": None if aborts is None else _abort_document(aborts),
@@ -172,6 +168,52 @@ def document(
     if sites is not None:
         found["validation"] = [_site_document(site) for site in sites]
     return found
+
+
+def write_json(document: dict[str, Any], printf: PrintfDecoding, *, lines: bool = False) -> None:
+    """The `--json` document (`summary` with the entries in their place), or with `lines` one entry a
+    line and then the summary without entries on the last line (`--json-lines`). Written a chunk of
+    entries at a time, so that memory is bounded by the buffer, not by the text."""
+    chunks = _entry_chunks(printf)
+    if lines:
+        for chunk in chunks:
+            _write("".join(f"{line}\n" for line in chunk))
+        printf_figures = {key: value for key, value in document["printf"].items() if key != "entries"}
+        _write(json.dumps({**document, "printf": printf_figures}, allow_nan=False) + "\n")
+        return
+    before, after = json.dumps(document, allow_nan=False).split(json.dumps(ENTRIES), 1)
+    _write(before + "[")
+    separator = ""
+    for chunk in chunks:
+        _write(separator + ", ".join(chunk))
+        separator = ", "
+    _write("]" + after + "\n")
+
+
+def _write(text: str) -> None:
+    """JSON text to stdout: ASCII, as `json.dumps` escapes it."""
+    write_stdout(text.encode("ascii"))
+
+
+def _entry_chunks(printf: PrintfDecoding) -> Iterator[list[str]]:
+    """The entries as JSON texts (what `json.dumps` writes of their maps), TEXT_CHUNK_ENTRIES a list;
+    each format's string encoded once."""
+    chunk: list[str] = []
+    formats: dict[str, str] = {}
+    for entry in printf.entries:
+        string = formats.get(entry.format)
+        if string is None:
+            string = formats[entry.format] = encode_basestring_ascii(entry.format)
+        values = _VALUES_ENCODER.encode(_json_values(entry.values))
+        chunk.append(
+            f'{{"offset": {entry.offset}, "id": {entry.id}, "format": {string}, "values": {values}, '
+            f'"text": {encode_basestring_ascii(entry.text)}}}'
+        )
+        if len(chunk) == TEXT_CHUNK_ENTRIES:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _site_document(report: SiteReport) -> dict[str, Any]:

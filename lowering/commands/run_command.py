@@ -14,7 +14,6 @@ check site). `--json` prints one JSON document instead, and nothing on stderr (s
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -35,7 +34,7 @@ from . import (
     warn,
     write_output,
 )
-from .decode_command import document, report_aborts, report_printf, report_validation, write_text
+from .decode_command import report_aborts, report_printf, report_validation, summary, write_json, write_text
 
 STDIN = "-"
 EXIT_STATUS = {
@@ -67,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     status = EXIT_STATUS[result.ending]
     if result.validation and status == EXIT_OK:  # None without --validate
         status = EXIT_VALIDATION_ERRORS
-    if args.json:
-        write_output(None, json.dumps(run_document(result, status), allow_nan=False) + "\n")
+    if args.json or args.json_lines:
+        write_json(run_summary(result, status), result.printf, lines=args.json_lines)
     else:
         for message in result.lowering_warnings:
             warn(message)
@@ -115,9 +114,9 @@ def _report_device(result: RunResult) -> None:
         error(f"device lost: {loss}")
 
 
-def run_document(result: RunResult, status: int) -> dict[str, Any]:
-    """`dprintf decode`'s document, with `warnings` the stores past a capacity, and how the device ended."""
-    report = document(result.printf, result.abort, result.guard_issues, status, result.validation)
+def run_summary(result: RunResult, status: int) -> dict[str, Any]:
+    """`dprintf decode`'s summary, with `warnings` the stores past a capacity, and how the device ended."""
+    report = summary(result.printf, result.abort, result.guard_issues, status, result.validation)
     report["device"] = {
         "name": result.device,
         "outcome": result.ending.value,
