@@ -1,0 +1,176 @@
+"""Benchmark of the `dprintf` command as a user runs it, whole process, against C doing the same work.
+
+`dprintf run samples/hello.ll --invocations N` (one line an invocation), against:
+  - on the cpu: a C program that `printf`s the same N lines, built with the system compiler (`cc -O2`);
+  - on the GPU (`--device nvptx`): a CUDA C program whose kernel `printf`s the same line, built with nvcc,
+    in launches of 2^22 invocations, each synchronised (CUDA's FIFO holds about that many lines).
+At N = 1, 2^20, 2^22, 2^24, with the output to a file and to /dev/null: wall seconds (best of `--repeat`)
+and the ratio; the line multisets are compared at 2^20. Then `--json` and `--json-lines` to /dev/null:
+entries a second and the child's peak resident memory against the printf buffer's size. And the floors
+of start-up: a bare Python; one that imports llvmlite and numpy; on the GPU, one that creates a CuPy
+context.
+
+    python3 tests/benchmarks/bench_cli.py [--device cpu|nvptx] [--max-log2 24] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "hello.ll"
+LINE = "Hello from invocation %u!\\n"
+ENTRY_BYTES = 12  # the sample's entry: header and one i32
+C_PROGRAM = f"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char** argv) {{
+    unsigned long n = strtoul(argv[1], 0, 10);
+    for (unsigned long i = 0; i < n; i++) printf("{LINE}", (unsigned) i);
+    return 0;
+}}
+"""
+CUDA_PROGRAM = f"""
+#include <cstdio>
+#include <cstdlib>
+__global__ void hello(unsigned base, unsigned n) {{
+    unsigned id = base + blockIdx.x * blockDim.x + threadIdx.x;
+    if (id < n) printf("{LINE}", id);
+}}
+int main(int argc, char** argv) {{
+    unsigned n = (unsigned) strtoul(argv[1], 0, 10);
+    const unsigned launch = 1u << 22;
+    cudaDeviceSetLimit(cudaLimitPrintfFifoSize, (size_t) launch * 64);
+    for (unsigned base = 0; base < n; base += launch) {{
+        unsigned count = n - base < launch ? n - base : launch;
+        hello<<<(count + 255) / 256, 256>>>(base, base + count);
+        cudaDeviceSynchronize();
+    }}
+    return 0;
+}}
+"""
+
+
+def timed(command: list[str], output: str) -> tuple[float, int]:
+    """Wall seconds of `command` with stdout to `output`, and its peak resident memory in bytes."""
+    with open(output, "wb") as sink:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, stdout=sink, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode not in (0,):
+        raise RuntimeError(f"{' '.join(command)} exited with status {child.returncode}")
+    return seconds, usage.ru_maxrss * 1024
+
+
+def best(command: list[str], output: str, repeat: int) -> tuple[float, int]:
+    runs = [timed(command, output) for _ in range(repeat)]
+    return min(seconds for seconds, _ in runs), max(memory for _, memory in runs)
+
+
+def build(directory: Path, device: str) -> list[str]:
+    """The baseline program for `device`, built; its command without the count."""
+    if device == "nvptx":
+        source, binary = directory / "hello.cu", directory / "hello_cuda"
+        source.write_text(CUDA_PROGRAM)
+        subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-o", str(binary), str(source)], check=True)
+    else:
+        source, binary = directory / "hello.c", directory / "hello_c"
+        source.write_text(C_PROGRAM)
+        compiler = shutil.which("cc") or shutil.which("gcc") or "clang"
+        subprocess.run([compiler, "-O2", "-o", str(binary), str(source)], check=True)
+    return [str(binary)]
+
+
+def dprintf(device: str, invocations: int, *options: str) -> list[str]:
+    size = 16 + ENTRY_BYTES * invocations + 4096
+    return [
+        sys.executable,
+        "-m",
+        "lowering.cli",
+        "run",
+        str(SAMPLE),
+        "--device",
+        device,
+        "--invocations",
+        str(invocations),
+        "--buffer-size",
+        str(size),
+        *options,
+    ]
+
+
+def same_lines(first: str, second: str) -> bool:
+    """Whether two files hold the same multiset of lines."""
+
+    def digest(path: str) -> str:
+        return hashlib.sha256(b"".join(sorted(Path(path).read_bytes().splitlines(keepends=True)))).hexdigest()
+
+    return digest(first) == digest(second)
+
+
+def floors(device: str, repeat: int) -> list[str]:
+    commands = {
+        "bare Python": [sys.executable, "-c", "pass"],
+        "Python importing llvmlite and numpy": [sys.executable, "-c", "import llvmlite.binding, numpy"],
+    }
+    if device == "nvptx":
+        commands["Python creating a CuPy context"] = [
+            sys.executable,
+            "-c",
+            "import cupy; cupy.cuda.Device(0).use(); cupy.zeros(1).sum()",
+        ]
+    return [
+        f"floor, {name}: {best(command, os.devnull, repeat)[0]:.3f} s" for name, command in commands.items()
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
+    parser.add_argument("--max-log2", type=int, default=24)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    sizes = [1, *(1 << n for n in (20, 22, 24) if n <= args.max_log2)]
+    print("\n".join(floors(args.device, args.repeat)), flush=True)
+    with tempfile.TemporaryDirectory() as directory:
+        baseline = build(Path(directory), args.device)
+        ours_file, theirs_file = str(Path(directory) / "ours.txt"), str(Path(directory) / "theirs.txt")
+        print(
+            f"{'invocations':>12} {'output':>9} {'C' if args.device == 'cpu' else 'CUDA':>9} {'dprintf':>9} ratio"
+        )
+        for invocations in sizes:
+            for label, ours_output, theirs_output in (
+                ("file", ours_file, theirs_file),
+                ("/dev/null", os.devnull, os.devnull),
+            ):
+                theirs, _ = best([*baseline, str(invocations)], theirs_output, args.repeat)
+                ours, _ = best(dprintf(args.device, invocations), ours_output, args.repeat)
+                ratio = f"{theirs / ours:.2f}x faster" if ours < theirs else f"{ours / theirs:.2f}x slower"
+                print(f"{invocations:>12} {label:>9} {theirs:>8.3f}s {ours:>8.3f}s {ratio}", flush=True)
+            if invocations == 1 << 20:
+                print(
+                    f"  the lines of both at 2^20 are the same multiset: {same_lines(ours_file, theirs_file)}"
+                )
+        largest = sizes[-1]
+        for option in ("--json", "--json-lines"):
+            seconds, memory = best(dprintf(args.device, largest, option), os.devnull, 1)
+            buffer_bytes = 16 + ENTRY_BYTES * largest
+            print(
+                f"{option}, {largest} entries to /dev/null: {seconds:.2f} s, "
+                f"{largest / seconds / 1e6:.3f} M entries/s, peak {memory / 2**20:.0f} MiB = {memory / buffer_bytes:.2f}x the buffer "
+                f"({buffer_bytes / 2**20:.0f} MiB)",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
