@@ -144,9 +144,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         baseline = build(Path(directory), args.device)
         ours_file, theirs_file = str(Path(directory) / "ours.txt"), str(Path(directory) / "theirs.txt")
-        print(
-            f"{'invocations':>12} {'output':>9} {'C' if args.device == 'cpu' else 'CUDA':>9} {'dprintf':>9} ratio"
-        )
+        baseline_name = "C" if args.device == "cpu" else "CUDA"
+        print(f"{'invocations':>12} {'output':>9} {baseline_name:>9} {'dprintf':>9} ratio")
         for invocations in sizes:
             for label, ours_output, theirs_output in (
                 ("file", ours_file, theirs_file),
@@ -166,8 +165,8 @@ def main() -> None:
             buffer_bytes = 16 + ENTRY_BYTES * largest
             print(
                 f"{option}, {largest} entries to /dev/null: {seconds:.2f} s, "
-                f"{largest / seconds / 1e6:.3f} M entries/s, peak {memory / 2**20:.0f} MiB = {memory / buffer_bytes:.2f}x the buffer "
-                f"({buffer_bytes / 2**20:.0f} MiB)",
+                f"{largest / seconds / 1e6:.3f} M entries/s, peak {memory / 2**20:.0f} MiB = "
+                f"{memory / buffer_bytes:.2f}x the buffer ({buffer_bytes / 2**20:.0f} MiB)",
                 flush=True,
             )
 
