@@ -173,8 +173,11 @@ class PrintfDecoding:
         """The pieces' text (`encoding` None) or bytes, rendered here, by `pool`, or by a pool of
         `processes` started for this call when the output is large."""
         if pool is None and processes > 1 and self.entry_groups.size >= PARALLEL_TEXT_ENTRIES:
-            with RenderPool(processes, call_start_method()) as call_pool:
+            call_pool = RenderPool(processes, call_start_method())
+            try:
                 yield from self._rendered(encoding, chunk_entries, processes, call_pool)
+            finally:
+                call_pool.stop()  # the output is written (or abandoned): idle workers are not waited for
             return
         if pool is None:
             for piece in self._text_pieces(chunk_entries or TEXT_CHUNK_ENTRIES):
