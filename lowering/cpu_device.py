@@ -26,7 +26,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from .device import DeviceRun, EntryPoint, Image, Launch
-from .device_worker import Job, Worker, run_worker, runtime_globals_job, serve, take_prestarted
+from .device_worker import Job, WorkerDevice, runtime_globals_job, serve
 from .runtime_globals import define_declared_globals
 from .target_machines import host_target_machine, optimize
 from .targets import get_target
@@ -46,14 +46,12 @@ def open_device() -> CpuDevice:
     return CpuDevice()
 
 
-class CpuDevice:
+class CpuDevice(WorkerDevice):
     """The host CPU as a device; `run` follows `harness.Device`."""
 
     name = "cpu"
     target = TARGET.name
-
-    def __init__(self) -> None:
-        self._worker: Worker | None = None  # started by `prepare`, taken by the next `run`
+    worker_module = __name__
 
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:
         job = {
@@ -65,19 +63,7 @@ class CpuDevice:
             "invocations": launch.invocations,
             "threads": launch.threads,
         }
-        worker, self._worker = self._worker, None
-        return run_worker(self.name, __name__, job, images, launch.timeout, worker)
-
-    def prepare(self) -> None:
-        """Start the next run's worker now, so that it starts while the module is lowered."""
-        if self._worker is None:
-            self._worker = take_prestarted(__name__) or Worker(__name__)
-
-    def release(self) -> None:
-        """End a worker `prepare` started that no run took."""
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
+        return self.run_in_worker(job, images, launch.timeout)
 
 
 # The worker.

@@ -155,6 +155,34 @@ class Worker:
         self.log.close()
 
 
+class WorkerDevice:
+    """What a device that runs its code in a worker has in common: the worker `prepare` starts ahead
+    (or `prestart` did), which the next run takes (`run_in_worker`), and `release` ends if none does.
+    `worker_module` is the device's module, the worker's `python -m`."""
+
+    name: str
+    worker_module: str
+
+    def __init__(self) -> None:
+        self._worker: Worker | None = None
+
+    def prepare(self) -> None:
+        """Start the next run's worker now, so that it starts while the module is lowered."""
+        if self._worker is None:
+            self._worker = take_prestarted(self.worker_module) or Worker(self.worker_module)
+
+    def release(self) -> None:
+        """End a worker `prepare` started that no run took."""
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def run_in_worker(self, job: Job, images: Sequence[Image], timeout: float) -> DeviceRun:
+        """`run_worker` with the prepared worker, if any."""
+        worker, self._worker = self._worker, None
+        return run_worker(self.name, self.worker_module, job, images, timeout, worker)
+
+
 class _SharedImages:
     """The images in a mapped memfd, each from a page boundary.
 

@@ -30,7 +30,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from .device import DeviceError, DeviceRun, EntryPoint, Image, Launch
-from .device_worker import Job, Worker, run_worker, runtime_globals_job, serve, take_prestarted, whole_pages
+from .device_worker import Job, WorkerDevice, runtime_globals_job, serve, whole_pages
 from .diagnostics import LoweringError
 from .ir.lexer import bare_name, global_references
 from .ir.reading import parse_source, verify
@@ -69,14 +69,12 @@ def gpu_count() -> tuple[int, str]:
     return count, "" if count else "CUDA reports no GPU"
 
 
-class NvptxDevice:
+class NvptxDevice(WorkerDevice):
     """An NVIDIA GPU (the first one CUDA lists) as a device; `run` follows `harness.Device`."""
 
     name = "nvptx"
     target = TARGET.name
-
-    def __init__(self) -> None:
-        self._worker: Worker | None = None  # started by `prepare`, taken by the next `run`
+    worker_module = __name__
 
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:
         if launch.invocations > KERNEL_MAX_INVOCATIONS:
@@ -91,19 +89,7 @@ class NvptxDevice:
             "printf_on_host": launch.entry.takes_abort_buffer,
             "globals": runtime_globals_job(launch),
         }
-        worker, self._worker = self._worker, None
-        return run_worker(self.name, __name__, job, images, launch.timeout, worker)
-
-    def prepare(self) -> None:
-        """Start the next run's worker now, so that it starts while the module is lowered."""
-        if self._worker is None:
-            self._worker = take_prestarted(__name__) or Worker(__name__)
-
-    def release(self) -> None:
-        """End a worker `prepare` started that no run took."""
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
+        return self.run_in_worker(job, images, launch.timeout)
 
 
 def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME) -> str:
