@@ -4,9 +4,9 @@ The corpus is made fresh: ELFs that `compile` writes for the samples (cpu and am
 buffers that the harness fills by running the samples, and the samples' IR. Each case mutates one of
 them (bytes flipped, dropped, repeated or inserted, dwords set to extremes; for IR, characters, lines
 and numbers changed, format strings given absurd conversions) and runs `inspect`, `decode`, `link`,
-`lower` or `compile` on it in this process. A clean outcome is exit 0, 3 (the abort buffer says the
-device was lost by an abort: `decode`'s status for it, with `--json` silent on stderr), or 1 with an
-`error:` line;
+`lower` or `compile` on it in this process (IR sometimes with `--validate` or `--format-dialect vvl`).
+A clean outcome is exit 0, 3 (the abort buffer says the device was lost by an abort: `decode`'s status
+for it, with `--json` silent on stderr), or 1 with an `error:` line;
 anything else is a finding: an exception out of the command (a traceback), a failure with no `error:`
 line, or a case that runs past `CASE_SECONDS` (a hang). A death of this process by a signal is one too:
 the case being run is named in `--log` first, so that it can be replayed. Run by hand for long runs:
@@ -149,6 +149,7 @@ def make_case(material: dict[str, list[Path]], directory: Path, rng: random.Rand
         return argv + (["--json"] if rng.random() < 0.3 else [])
     source = rng.choice(material["ir"])
     path.write_text(mutate_ir(source.read_text(), rng))
+    options = [option for option in (["--validate"], ["--format-dialect", "vvl"]) if rng.random() < 0.3]
     if rng.random() < 0.2:
         return [
             "compile",
@@ -157,8 +158,10 @@ def make_case(material: dict[str, list[Path]], directory: Path, rng: random.Rand
             rng.choice(["cpu", "amdpal"]),
             "-o",
             str(directory / "out.o"),
+            *[word for option in options for word in option],
         ]
-    return ["lower", str(path), "--target", rng.choice(["cpu", "amdpal", "nvptx"])]
+    target = rng.choice(["cpu", "amdpal", "nvptx"])
+    return ["lower", str(path), "--target", target, *[word for option in options for word in option]]
 
 
 def _quiet(argv: list[str]) -> tuple[int, str]:
