@@ -45,12 +45,11 @@ from .device import (
 )
 from .lowered_module import LoweredModule, Source
 from .lowering_pass import lower_sources
+from .runtime_globals import PRINTF_BUFFER_GLOBAL, VALIDATION_SIZES_GLOBAL
 from .targets import Target
 
 GUARD_BYTES = 256
 PRINTF_IMAGE = 0  # images: printf, abort, then the data buffers
-PRINTF_BUFFER_GLOBAL = "lgc.debug.printf.buffer"
-VALIDATION_SIZES_GLOBAL = "lgc.validation.buffer.sizes"
 GUARD_FILL = 0xA5
 
 

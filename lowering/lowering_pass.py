@@ -41,6 +41,7 @@ from .ir.reading import link, parse_source
 from .ir.types import parse_type
 from .ir.values import ConstantExpression, Operand
 from .lowered_module import LoweredModule, Source
+from .runtime_globals import PRINTF_BUFFER_GLOBAL
 from .target_machines import module_layout, target_machine
 from .targets import INPUT_BUFFER_ADDRESS_SPACE, Aggregation, Target, get_target
 from .validation_pass import FailedCheck, entry_names, instrument
@@ -48,7 +49,6 @@ from .warp_aggregation import define_warp_aggregated_reserve
 
 KINDS = (PRINTF, ABORT)
 CALLEE_PREFIX = "lgc.debug."
-RUNTIME_BUFFER = "lgc.debug.printf.buffer"  # where a printf without a buffer operand finds it (SPEC 9)
 RUNTIME_BUFFER_TYPE = f"ptr addrspace({INPUT_BUFFER_ADDRESS_SPACE})"
 PAL_METADATA = "!amdgpu.pal.metadata.msgpack"
 _NEVER_INLINED = frozenset({"noinline", "optnone"})
@@ -284,7 +284,8 @@ class _Lowering:
         replacement = [*padding, Instruction(f"call void {global_name(helper.name)}({replaced}){debug}")]
         if without_buffer:
             self.loads_runtime_buffer = True
-            load = f"{runtime_value} = load {RUNTIME_BUFFER_TYPE}, ptr {global_name(RUNTIME_BUFFER)}{debug}"
+            runtime_buffer = global_name(PRINTF_BUFFER_GLOBAL)
+            load = f"{runtime_value} = load {RUNTIME_BUFFER_TYPE}, ptr {runtime_buffer}{debug}"
             replacement.insert(0, Instruction(load))
         self._edit(call, replacement)
 
@@ -556,7 +557,7 @@ class _Lowering:
                 built, helper, self.target, reserves[helper.buffer_type] if helper.aggregated else None
             )
         if self.loads_runtime_buffer:
-            ir.GlobalVariable(built, parse_type(RUNTIME_BUFFER_TYPE), RUNTIME_BUFFER)
+            ir.GlobalVariable(built, parse_type(RUNTIME_BUFFER_TYPE), PRINTF_BUFFER_GLOBAL)
         return built
 
     def _finish(self, text: str) -> str:

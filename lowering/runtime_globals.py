@@ -12,6 +12,9 @@ from collections.abc import Iterable
 
 import llvmlite.binding as llvm
 
+PRINTF_BUFFER_GLOBAL = "lgc.debug.printf.buffer"  # the printf buffer of LLPC's form without one (SPEC 9)
+VALIDATION_SIZES_GLOBAL = "lgc.validation.buffer.sizes"  # the data buffers' sizes the checks read (SPEC 11)
+
 
 def define_declared_globals(module: llvm.ModuleRef, names: Iterable[str]) -> None:
     """Give each global of `names` that `module` declares but does not define a zero definition."""

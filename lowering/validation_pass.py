@@ -32,8 +32,8 @@ from .ir.debug_info import source_location
 from .ir.lexer import bare_name, global_name
 from .ir.model import Block, Function, Instruction, Module
 from .ir.types import parse_type
+from .runtime_globals import VALIDATION_SIZES_GLOBAL
 
-SIZES_GLOBAL = "lgc.validation.buffer.sizes"
 _POINTER_BYTES = 8  # pointers as the cpu and nvptx targets store them
 _DERIVING = frozenset({"getelementptr", "phi", "select", "addrspacecast", "bitcast"})
 _MEMORY_INTRINSICS = {"llvm.memcpy": "memcpy", "llvm.memmove": "memmove", "llvm.memset": "memset"}
@@ -68,10 +68,12 @@ class _Entry:
 
 @dataclass(frozen=True, slots=True)
 class _Access:
-    """A memory access through `pointer`, of `bytes` (a constant, or an IR value given at run time)."""
+    """A memory access through `pointer` (of type `pointer_type`), of `bytes` (a constant, or an IR value
+    given at run time)."""
 
     kind: str
     pointer: str
+    pointer_type: str
     bytes: int | str | None
 
 
@@ -113,7 +115,7 @@ class _Instrumentation:
         offsets = _constant_offsets(function, entry, self.sizes) if entry is not None else {}
         for _, instruction in list(function.instructions()):
             for access in _accesses(instruction):
-                if _pointer_type(instruction, access.pointer) != self.buffer_type or access.bytes is None:
+                if access.pointer_type != self.buffer_type or access.bytes is None:
                     continue
                 root = roots.get(access.pointer)
                 source = _source(self.module, instruction)
@@ -131,9 +133,11 @@ class _Instrumentation:
 
     def finish(self) -> ValidationTable:
         """Declare the sizes global the checks read; the table."""
-        if self.sites and SIZES_GLOBAL not in self.module.globals:
+        if self.sites and VALIDATION_SIZES_GLOBAL not in self.module.globals:
             count = max(len(entry.data_buffers) for entry in self.entries.values())
-            self.module.add_global(f"{global_name(SIZES_GLOBAL)} = external global [{count} x i64]")
+            self.module.add_global(
+                f"{global_name(VALIDATION_SIZES_GLOBAL)} = external global [{count} x i64]"
+            )
         unchecked = (
             Unchecked(function, source, count) for (function, source), count in self.unchecked.items()
         )
@@ -274,10 +278,10 @@ def _accesses(instruction: Instruction) -> list[_Access]:
     if opcode in ("load", "store", "atomicrmw", "cmpxchg"):
         first, second = instruction.operands[:2]
         if opcode == "load":
-            return [_Access("load", second.value, _store_bytes(first.type))]
+            return [_Access("load", second.value, second.type, _store_bytes(first.type))]
         if opcode == "store":
-            return [_Access("store", second.value, _store_bytes(first.type))]
-        return [_Access("atomic", first.value, _store_bytes(second.type))]
+            return [_Access("store", second.value, second.type, _store_bytes(first.type))]
+        return [_Access("atomic", first.value, first.type, _store_bytes(second.type))]
     site = instruction.call() if opcode == "call" else None
     if site is None:
         return []
@@ -288,7 +292,7 @@ def _accesses(instruction: Instruction) -> list[_Access]:
     length = site.arguments[2].value
     size: int | str = int(length) if length.isdigit() else length
     pointers = site.arguments[:1] if kind == "memset" else site.arguments[:2]
-    return [_Access(kind, pointer.value, size) for pointer in pointers]
+    return [_Access(kind, pointer.value, pointer.type, size) for pointer in pointers]
 
 
 def _store_bytes(type_text: str) -> int | None:
@@ -311,13 +315,6 @@ def _store_bits(parsed: ir.Type | None) -> int | None:
         if parsed is not None
         else None
     )
-
-
-def _pointer_type(instruction: Instruction, pointer: str) -> str | None:
-    """The type of `pointer` where `instruction` uses it."""
-    site = instruction.call() if instruction.opcode == "call" else None
-    operands = site.arguments if site is not None else instruction.operands
-    return next((operand.type for operand in operands if operand.value.partition(" ")[0] == pointer), None)
 
 
 def _source(module: Module, instruction: Instruction) -> str | None:
@@ -366,12 +363,13 @@ class _Check:
         """`offset >= 0 && offset + bytes <= size`, then the branch."""
         names, buffer_type, site = self.names, self.buffer_type, self.site
         count = len(self.entry.data_buffers)
-        sizes = f"getelementptr [{count} x i64], ptr {global_name(SIZES_GLOBAL)}, i64 0, i64 {site.buffer}"
+        sizes = global_name(VALIDATION_SIZES_GLOBAL)
+        size_at = f"getelementptr [{count} x i64], ptr {sizes}, i64 0, i64 {site.buffer}"
         return [
             f"%{names}address = ptrtoint {buffer_type} {self.access.pointer} to i64",
             f"%{names}base = ptrtoint {buffer_type} {self.entry.data_buffers[site.buffer]} to i64",
             f"%{names}offset = sub i64 %{names}address, %{names}base",
-            f"%{names}size.at = {sizes}",
+            f"%{names}size.at = {size_at}",
             f"%{names}size = load i64, ptr %{names}size.at, align 8",
             f"%{names}end = add i64 %{names}offset, {self.access.bytes}",
             f"%{names}low = icmp sge i64 %{names}offset, 0",

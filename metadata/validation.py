@@ -129,15 +129,6 @@ class ValidationTable:
             found.get(".removed", 0),
         )
 
-    def get(self, index: int) -> FormatEntry | None:
-        """The site with ID `index` as the printf decoder reads it (a `FormatLookup`)."""
-        site = self._by_index.get(index)
-        return site.entry if site is not None else None
-
-    @property
-    def _by_index(self) -> dict[int, Site]:
-        return {site.index: site for site in self.sites}
-
 
 @dataclass(frozen=True, slots=True)
 class SiteReport:

@@ -181,10 +181,6 @@ class Instruction:
             raise ValueError(f"{self.text!r} defines no value")
         return Instruction(f"{result} = {self.text[len(own) + 3 :]}")
 
-    def references(self) -> list[str]:
-        """The global names it refers to, in order."""
-        return list(global_references(self.text))
-
 
 class CallSite:
     """What a call instruction calls, with which arguments, and what follows its `)` (attributes,
