@@ -1,0 +1,180 @@
+"""Shader instrumentation, the table and the buffer (SPEC section 10): what each basic block is, what it
+costs statically, and how many times the device entered it.
+
+The device counts block entries only; a block's cost in each metric is its count times its static
+number of such instructions, which the table carries. Both layouts are declared here once: the table
+(`amdpal.instrumentation`, a sibling of `amdpal.format_strings` in the same note) and the buffer (a
+16-byte header, then one `u64` counter a block).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DprintfError
+
+INSTRUMENTATION_KEY = "amdpal.instrumentation"
+VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """A metric as `vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM` describes it."""
+
+    name: str
+    description: str
+
+
+METRICS = (
+    Metric("blocks", "Times the basic block was entered."),
+    Metric("instructions", "IR instructions executed."),
+    Metric("int", "Integer arithmetic, logic and compare instructions executed."),
+    Metric("fp", "Floating-point arithmetic and compare instructions executed."),
+    Metric("fma", "Fused multiply-adds executed (llvm.fma, llvm.fmuladd)."),
+    Metric("cvt", "Conversions and casts executed."),
+    Metric("sfu", "Transcendental and special-function intrinsics executed (sqrt, sin, exp2, ...)."),
+    Metric("ls", "Loads, stores and atomics executed."),
+    Metric("branch", "Terminators with more than one successor executed."),
+)
+METRIC_NAMES = tuple(metric.name for metric in METRICS)
+
+# The buffer: struct { u32 numBlocks; u32 numMetrics; u8 reserved[8]; u64 counters[numBlocks]; }.
+BUFFER_HEADER = struct.Struct("<II8x")
+COUNTER_BYTES = 8
+
+
+class InstrumentationError(DprintfError):
+    """A table or buffer that does not have the shape of SPEC section 10."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockInfo:
+    """A basic block: its number, function, IR label (or `%N`), source (`file:line` of its first
+    instruction with `!dbg`), the range of its `!dbg` lines, and its static count of each metric."""
+
+    index: int
+    function: str
+    block: str
+    source: str | None
+    first_line: int | None
+    last_line: int | None
+    static: tuple[int, ...]
+
+    def to_map(self) -> dict[str, Any]:
+        found: dict[str, Any] = {".index": self.index, ".function": self.function, ".block": self.block}
+        if self.source is not None:
+            found[".source"] = self.source
+        if self.first_line is not None:
+            found[".first_line"] = self.first_line
+            found[".last_line"] = self.last_line
+        found[".static"] = list(self.static)
+        return found
+
+    @classmethod
+    def from_map(cls, found: Any, metrics: int) -> BlockInfo:
+        if not isinstance(found, dict):
+            raise InstrumentationError(f"an {INSTRUMENTATION_KEY} block is not a map: {found!r}")
+        try:
+            static = tuple(int(value) for value in found[".static"])
+            block = cls(
+                int(found[".index"]),
+                str(found[".function"]),
+                str(found[".block"]),
+                _optional(found.get(".source"), str),
+                _optional(found.get(".first_line"), int),
+                _optional(found.get(".last_line"), int),
+                static,
+            )
+        except (KeyError, TypeError, ValueError) as failure:
+            raise InstrumentationError(
+                f"{INSTRUMENTATION_KEY} block {found!r} is malformed: {failure}"
+            ) from None
+        if len(static) != metrics:
+            raise InstrumentationError(
+                f"{INSTRUMENTATION_KEY} block {block.index} has {len(static)} static counts for {metrics} metrics"
+            )
+        return block
+
+    @property
+    def source_file(self) -> str | None:
+        """The file part of `source`."""
+        return self.source.rpartition(":")[0] if self.source else None
+
+
+def _optional(value: Any, kind: type) -> Any:
+    return None if value is None else kind(value)
+
+
+@dataclass(frozen=True)
+class InstrumentationTable:
+    """The `amdpal.instrumentation` document: the metrics and every block, numbered 0, 1, ..."""
+
+    blocks: tuple[BlockInfo, ...] = ()
+    metrics: tuple[Metric, ...] = METRICS
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            INSTRUMENTATION_KEY: {
+                ".version": VERSION,
+                ".metrics": [{".name": m.name, ".description": m.description} for m in self.metrics],
+                ".blocks": [block.to_map() for block in self.blocks],
+            }
+        }
+
+    @classmethod
+    def from_document(cls, document: dict[str, Any]) -> InstrumentationTable | None:
+        """The table in `document`, None when it has none; InstrumentationError when it is malformed."""
+        found = document.get(INSTRUMENTATION_KEY)
+        if found is None:
+            return None
+        if not isinstance(found, dict) or found.get(".version") != VERSION:
+            raise InstrumentationError(f"{INSTRUMENTATION_KEY} is not a version {VERSION} map")
+        try:
+            metrics = tuple(Metric(str(m[".name"]), str(m[".description"])) for m in found[".metrics"])
+            raw_blocks = list(found[".blocks"])
+        except (KeyError, TypeError) as failure:
+            raise InstrumentationError(f"{INSTRUMENTATION_KEY} is malformed: {failure}") from None
+        blocks = tuple(BlockInfo.from_map(block, len(metrics)) for block in raw_blocks)
+        if [block.index for block in blocks] != list(range(len(blocks))):
+            raise InstrumentationError(f"{INSTRUMENTATION_KEY} blocks are not numbered 0, 1, ...")
+        return cls(blocks, metrics)
+
+    def buffer_size(self) -> int:
+        """Bytes of the buffer for this table: the header and one counter a block."""
+        return BUFFER_HEADER.size + COUNTER_BYTES * len(self.blocks)
+
+    def initial_buffer(self) -> bytes:
+        """The buffer as the runtime sets it before a launch: the header, every counter 0."""
+        header = BUFFER_HEADER.pack(len(self.blocks), len(self.metrics))
+        return header + bytes(COUNTER_BYTES * len(self.blocks))
+
+
+def read_counters(data: bytes | memoryview, table: InstrumentationTable) -> tuple[int, ...]:
+    """The counters of a buffer dump for `table`; InstrumentationError when the dump is not one."""
+    if len(data) < BUFFER_HEADER.size:
+        raise InstrumentationError(
+            f"the instrumentation buffer has {len(data)} bytes, fewer than its {BUFFER_HEADER.size}-byte header"
+        )
+    blocks, metrics = BUFFER_HEADER.unpack_from(data)
+    if (blocks, metrics) != (len(table.blocks), len(table.metrics)):
+        raise InstrumentationError(
+            f"the instrumentation buffer is for {blocks} blocks and {metrics} metrics, the table has "
+            f"{len(table.blocks)} and {len(table.metrics)}: a dump of another pipeline"
+        )
+    end = table.buffer_size()
+    if len(data) < end:
+        raise InstrumentationError(
+            f"the instrumentation buffer has {len(data)} bytes, {end} expected for {blocks} blocks"
+        )
+    return struct.unpack_from(f"<{blocks}Q", data, BUFFER_HEADER.size)
+
+
+def executed(table: InstrumentationTable, counts: Sequence[int]) -> list[tuple[int, ...]]:
+    """Each block's executed count of each metric: its entries times its static counts."""
+    return [
+        tuple(count * value for value in block.static)
+        for block, count in zip(table.blocks, counts, strict=True)
+    ]
