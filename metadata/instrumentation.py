@@ -51,9 +51,27 @@ class InstrumentationError(DprintfError):
 
 
 @dataclass(frozen=True, slots=True)
+class LineCost:
+    """The instructions of one block that one source line (`file:line`) holds: their static count of each
+    metric (blocks = 1). A block's code can come from several files once functions are inlined."""
+
+    source: str
+    static: tuple[int, ...]
+
+    @property
+    def file(self) -> str:
+        return self.source.rpartition(":")[0]
+
+    @property
+    def line(self) -> int:
+        return int(self.source.rpartition(":")[2])
+
+
+@dataclass(frozen=True, slots=True)
 class BlockInfo:
     """A basic block: its number, function, IR label (or `%N`), source (`file:line` of its first
-    instruction with `!dbg`), the range of its `!dbg` lines, and its static count of each metric."""
+    instruction with `!dbg`), the range of its `!dbg` lines, its static count of each metric, and (the
+    key `.lines`, beyond SPEC 10's) the same per source line of its instructions."""
 
     index: int
     function: str
@@ -62,6 +80,7 @@ class BlockInfo:
     first_line: int | None
     last_line: int | None
     static: tuple[int, ...]
+    lines: tuple[LineCost, ...] = ()
 
     def to_map(self) -> dict[str, Any]:
         found: dict[str, Any] = {".index": self.index, ".function": self.function, ".block": self.block}
@@ -71,6 +90,8 @@ class BlockInfo:
             found[".first_line"] = self.first_line
             found[".last_line"] = self.last_line
         found[".static"] = list(self.static)
+        if self.lines:
+            found[".lines"] = [{".source": line.source, ".static": list(line.static)} for line in self.lines]
         return found
 
     @classmethod
@@ -87,14 +108,19 @@ class BlockInfo:
                 _optional(found.get(".first_line"), int),
                 _optional(found.get(".last_line"), int),
                 static,
+                tuple(
+                    LineCost(str(line[".source"]), tuple(int(value) for value in line[".static"]))
+                    for line in found.get(".lines", ())
+                ),
             )
         except (KeyError, TypeError, ValueError) as failure:
             raise InstrumentationError(
                 f"{INSTRUMENTATION_KEY} block {found!r} is malformed: {failure}"
             ) from None
-        if len(static) != metrics:
+        if any(len(counts) != metrics for counts in (static, *(line.static for line in block.lines))):
             raise InstrumentationError(
-                f"{INSTRUMENTATION_KEY} block {block.index} has {len(static)} static counts for {metrics} metrics"
+                f"{INSTRUMENTATION_KEY} block {block.index} has static counts of another length "
+                f"than its {metrics} metrics"
             )
         return block
 
@@ -156,7 +182,8 @@ def read_counters(data: bytes | memoryview, table: InstrumentationTable) -> tupl
     """The counters of a buffer dump for `table`; InstrumentationError when the dump is not one."""
     if len(data) < BUFFER_HEADER.size:
         raise InstrumentationError(
-            f"the instrumentation buffer has {len(data)} bytes, fewer than its {BUFFER_HEADER.size}-byte header"
+            f"the instrumentation buffer has {len(data)} bytes, "
+            f"fewer than its {BUFFER_HEADER.size}-byte header"
         )
     blocks, metrics = BUFFER_HEADER.unpack_from(data)
     if (blocks, metrics) != (len(table.blocks), len(table.metrics)):
