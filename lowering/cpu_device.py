@@ -86,7 +86,8 @@ class _JitRun:
             _install_trap_grace(self.engine)
         base = ctypes.addressof(ctypes.c_char.from_buffer(memory))
         addresses = [base + offset for offset, _ in job["regions"]]
-        self.printf, self.abort, *data = addresses
+        self.printf, self.abort = addresses[:2]
+        data = addresses[2 : 2 + entry.data_buffers]  # the runtime's own images follow
         self.data = (ctypes.c_void_p * max(1, len(data)))(*data)
         _set_globals(self.engine, job["globals"], addresses)
 

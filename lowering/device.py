@@ -57,8 +57,9 @@ class RuntimeGlobal:
 @dataclass(frozen=True, slots=True)
 class Launch:
     """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads,
-    and the globals to set first. The images it is given are the printf and abort buffers, then the
-    entry's data buffers in parameter order."""
+    and the globals to set first. The images it is given are the printf and abort buffers, the entry's
+    data buffers in parameter order, then the images only runtime globals point at (the
+    instrumentation buffer)."""
 
     ir: str
     entry: EntryPoint

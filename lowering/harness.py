@@ -24,6 +24,7 @@ import llvmlite.binding as llvm
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_builder import build_buffer
 from metadata.formats import C_DIALECT
+from metadata.instrumentation import read_counters
 from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.validation import CombinedLookup, SiteReport, split_decoding
 from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
@@ -45,11 +46,11 @@ from .device import (
 )
 from .lowered_module import LoweredModule, Source
 from .lowering_pass import lower_sources
-from .runtime_globals import PRINTF_BUFFER_GLOBAL, VALIDATION_SIZES_GLOBAL
+from .runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL, PRINTF_BUFFER_GLOBAL, VALIDATION_SIZES_GLOBAL
 from .targets import Target
 
 GUARD_BYTES = 256
-PRINTF_IMAGE = 0  # images: printf, abort, then the data buffers
+PRINTF_IMAGE = 0  # images: printf, abort, the data buffers, then the instrumentation buffer if any
 GUARD_FILL = 0xA5
 
 
@@ -97,6 +98,7 @@ class RunResult:
     data_buffers: tuple[Image, ...] = ()
     data_guards: tuple[Image, ...] = ()
     validation: tuple[SiteReport, ...] | None = None  # with validation: out-of-bounds accesses per site
+    block_counts: tuple[int, ...] | None = None  # instrumented: the times each block was entered (SPEC 10)
     lowering_warnings: tuple[str, ...] = ()  # what the pass said of the module (LoweredModule.warnings)
 
     @property
@@ -165,9 +167,10 @@ def run_sources(
     data_buffers: Sequence[Image] = (),
     validate: bool = False,
     dialect: str = C_DIALECT,
+    instrument: bool = False,
 ) -> RunResult:
-    """Lower `sources` for `device` (with `validate`, checking data-buffer accesses), run invocations
-    `0 .. invocations-1` of `entry`, decode the buffers.
+    """Lower `sources` for `device` (with `validate`, checking data-buffer accesses; with `instrument`,
+    counting block entries), run invocations `0 .. invocations-1` of `entry`, decode the buffers.
 
     Sizes are whole buffers in bytes, header included. `data_buffers` are the initial contents of the
     entry's data buffers, in parameter order (SPEC section 11). Raises DprintfError (LoweringError,
@@ -178,7 +181,9 @@ def run_sources(
     if isinstance(device, str):
         chosen.prepare()  # the worker starts while the module is lowered
     try:
-        lowered = lower_sources(sources, target=chosen.target, validate=validate, dialect=dialect)
+        lowered = lower_sources(
+            sources, target=chosen.target, validate=validate, dialect=dialect, instrument=instrument
+        )
         return run_lowered(
             lowered,
             entry=entry,
@@ -227,12 +232,16 @@ def run_lowered(
         )
     sizes = [len(data) for data in data_buffers]
     _check_runtime_globals(module, lowered.target, len(sizes))
-    launch = Launch(lowered.ir, found, invocations, threads, timeout, runtime_globals(sizes))
-    images = (
+    images = [
         initial_image(buffer_size, "printf"),
         initial_image(abort_buffer_size, "abort"),
         *(data_image(data) for data in data_buffers),
-    )
+    ]
+    globals_ = runtime_globals(sizes)
+    if lowered.instrumentation is not None:
+        globals_ += (RuntimeGlobal(INSTRUMENTATION_BUFFER_GLOBAL, image=len(images)),)
+        images.append(data_image(lowered.instrumentation.initial_buffer()))
+    launch = Launch(lowered.ir, found, invocations, threads, timeout, globals_)
     ran = chosen.run(launch, images)
     return _result(chosen.name, ran, lowered)
 
@@ -260,7 +269,11 @@ def data_image(data: Image) -> mmap.mmap:
 
 def _check_runtime_globals(module: llvm.ModuleRef, target: Target, data_buffers: int) -> None:
     """DeviceError for a runtime global of the wrong type: the runtime would write past it."""
-    expected = {PRINTF_BUFFER_GLOBAL: target.buffer_type, VALIDATION_SIZES_GLOBAL: f"[{data_buffers} x i64]"}
+    expected = {
+        PRINTF_BUFFER_GLOBAL: target.buffer_type,
+        VALIDATION_SIZES_GLOBAL: f"[{data_buffers} x i64]",
+        INSTRUMENTATION_BUFFER_GLOBAL: target.buffer_type,
+    }
     for name, wanted in expected.items():
         try:
             actual = str(module.get_global_variable(name).global_value_type)
@@ -336,6 +349,9 @@ def initial_image(size: int, name: str) -> mmap.mmap:
 
 def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
     (printf_image, abort_image, *data_images), status = ran.images, ran.status
+    counts = None
+    if lowered.instrumentation is not None:
+        counts = read_counters(data_images.pop()[:-GUARD_BYTES], lowered.instrumentation)
     printf_buffer, printf_guard = printf_image[:-GUARD_BYTES], printf_image[-GUARD_BYTES:]
     abort_buffer, abort_guard = abort_image[:-GUARD_BYTES], abort_image[-GUARD_BYTES:]
     table = lowered.table
@@ -355,6 +371,7 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
         status=status,
         printf=printf,
         validation=reports,
+        block_counts=counts,
         lowering_warnings=lowered.warnings,
         abort=abort,
         printf_buffer=printf_buffer,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from metadata.instrumentation import InstrumentationTable
 from metadata.table import FormatTable
 from metadata.validation import ValidationTable
 
@@ -31,7 +32,11 @@ class LoweredModule:
     target: Target
     warnings: tuple[str, ...] = ()  # what the pass did that a user should know (calls it removed)
     validation: ValidationTable | None = None  # the check sites, when lowered with `validate`
+    instrumentation: InstrumentationTable | None = None  # the blocks, when lowered with `instrument`
 
     def document(self) -> dict:
         """The metadata document keys besides the format-string table that the ELF note carries."""
-        return self.validation.to_document() if self.validation is not None else {}
+        return {
+            **(self.validation.to_document() if self.validation is not None else {}),
+            **(self.instrumentation.to_document() if self.instrumentation is not None else {}),
+        }

@@ -27,6 +27,7 @@ import llvmlite.ir as ir
 from metadata.elf_notes import pal_metadata_ir
 from metadata.errors import DprintfError
 from metadata.formats import C_DIALECT, VVL_DIALECT, conversion_specs, parse_format
+from metadata.instrumentation import InstrumentationTable
 from metadata.table import FormatEntry, FormatTable, unpack_document
 from metadata.validation import SITE_LAYOUT, ValidationTable
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
@@ -34,6 +35,7 @@ from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 from .calling_conventions import lower_conventions
 from .diagnostics import Diagnostic, LoweringError
 from .helper_ir import ABORT, PRINTF, SIGN_EXTENDED, Argument, Helper, classify, define_helper
+from .instrumentation_pass import instrument_blocks
 from .ir.debug_info import call_lines, source_location
 from .ir.lexer import bare_name, decode_string, global_name, global_references, rewrite_address_space
 from .ir.model import AttributeGroup, Block, Function, GlobalVariable, Instruction, Module
@@ -62,14 +64,16 @@ def lower_sources(
     *,
     validate: bool = False,
     dialect: str = C_DIALECT,
+    instrument: bool = False,
 ) -> LoweredModule:
     """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
-    of one), reading format strings in `dialect` (SPEC 9), and with `validate` check every data-buffer
-    access (SPEC 11); LoweringError for bad input."""
+    of one), reading format strings in `dialect` (SPEC 9); with `validate` check every data-buffer
+    access (SPEC 11), with `instrument` count every block's entries (SPEC 10); LoweringError for bad
+    input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
     with _few_collections():
-        return _Lowering(sources, get_target(target), validate, dialect).run()
+        return _Lowering(sources, get_target(target), validate, dialect, instrument).run()
 
 
 @contextlib.contextmanager
@@ -115,13 +119,20 @@ class _Lowering:
     """
 
     def __init__(
-        self, sources: Sequence[Source], target: Target, validate: bool = False, dialect: str = C_DIALECT
+        self,
+        sources: Sequence[Source],
+        target: Target,
+        validate: bool = False,
+        dialect: str = C_DIALECT,
+        instrument: bool = False,
     ) -> None:
         self.sources = sources
         self.target = target
         self.validate = validate
         self.dialect = dialect
+        self.instrument = instrument
         self.validation: ValidationTable | None = None
+        self.instrumentation: InstrumentationTable | None = None
         self.module = Module()
         self.table = FormatTable()
         self.helpers: dict[tuple[str, str, tuple[tuple[str, bool], ...], bool, bool], Helper] = {}
@@ -148,7 +159,11 @@ class _Lowering:
         if self.problems:
             raise LoweringError([self._diagnostic(call, message) for call, message in self.problems])
         lowered = self._finish(self._lowered_text())
-        return LoweredModule(lowered, self.table, self.target, tuple(self.warnings), self.validation)
+        if self.instrument:
+            lowered = self._finish(self._instrumented_text(lowered))
+        return LoweredModule(
+            lowered, self.table, self.target, tuple(self.warnings), self.validation, self.instrumentation
+        )
 
     # Phase 1: the inputs, linked into one module for the target.
 
@@ -483,18 +498,35 @@ class _Lowering:
             self.module = self._inlined_into_entries()
             self._instrument()
         self.module.add_ir(self._helper_module())
-        if self.target.pal_metadata:
-            extra = self.validation.to_document() if self.validation is not None else {}
-            try:
-                _add_pal_table(self.module, self.table, extra)
-            except DprintfError as failure:
-                raise LoweringError([Diagnostic(str(failure), self._module_source())]) from None
+        if not self.instrument:
+            self._add_tables()
         lowered = str(self.module)
         if self.target.buffer_address_space is not None:
             lowered = rewrite_address_space(
                 lowered, INPUT_BUFFER_ADDRESS_SPACE, self.target.buffer_address_space
             )
         return lowered
+
+    def _instrumented_text(self, lowered: str) -> str:
+        """The lowered module with every block counting its entries (SPEC 10), and the tables."""
+        self.module = Module.parse(lowered)
+        data_layout = module_layout(self.target.name)[1]
+        self.instrumentation = instrument_blocks(self.module, self.target, data_layout, self._helper_prefix)
+        self._add_tables()
+        return str(self.module)
+
+    def _add_tables(self) -> None:
+        """amdpal: the format-string table and the others the module has, in its PAL metadata."""
+        if not self.target.pal_metadata:
+            return
+        extra = {
+            **(self.validation.to_document() if self.validation is not None else {}),
+            **(self.instrumentation.to_document() if self.instrumentation is not None else {}),
+        }
+        try:
+            _add_pal_table(self.module, self.table, extra)
+        except DprintfError as failure:
+            raise LoweringError([Diagnostic(str(failure), self._module_source())]) from None
 
     def _inlined_into_entries(self) -> Module:
         """The module with every function that may be inlined inlined (LLVM's always-inliner), so that

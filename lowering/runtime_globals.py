@@ -14,6 +14,7 @@ import llvmlite.binding as llvm
 
 PRINTF_BUFFER_GLOBAL = "lgc.debug.printf.buffer"  # the printf buffer of LLPC's form without one (SPEC 9)
 VALIDATION_SIZES_GLOBAL = "lgc.validation.buffer.sizes"  # the data buffers' sizes the checks read (SPEC 11)
+INSTRUMENTATION_BUFFER_GLOBAL = "lgc.instrumentation.buffer"  # the block counters (SPEC 10)
 
 
 def define_declared_globals(module: llvm.ModuleRef, names: Iterable[str]) -> None:

@@ -40,7 +40,8 @@ class Target:
     than that as calls to `noinline` helpers: LLVM's AMDGPU backend takes time quadratic in the size
     of one function (SI Fix SGPR copies, straight-line strength reduction, the load/store vectorizer,
     the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs the device
-    little next to a debug printf's stores.
+    little next to a debug printf's stores. `sums_counts_per_warp`: instrumentation's block counts are
+    summed over a warp's active lanes and added by one of them (SPEC 10).
     """
 
     name: str
@@ -51,6 +52,7 @@ class Target:
     buffer_address_space: int | None = None
     aggregation: Aggregation = Aggregation.NEVER
     outlines_calls_above: int | None = None
+    sums_counts_per_warp: bool = False
 
     @property
     def buffer_type(self) -> str:
@@ -78,6 +80,7 @@ TARGETS: dict[str, Target] = {
             pal_metadata=False,
             buffer_address_space=1,
             aggregation=Aggregation.OUTSIDE_ENTRIES,
+            sums_counts_per_warp=True,
         ),
     )
 }

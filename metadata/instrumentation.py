@@ -178,7 +178,7 @@ class InstrumentationTable:
         return header + bytes(COUNTER_BYTES * len(self.blocks))
 
 
-def read_counters(data: bytes | memoryview, table: InstrumentationTable) -> tuple[int, ...]:
+def read_counters(data: bytes | bytearray | memoryview, table: InstrumentationTable) -> tuple[int, ...]:
     """The counters of a buffer dump for `table`; InstrumentationError when the dump is not one."""
     if len(data) < BUFFER_HEADER.size:
         raise InstrumentationError(

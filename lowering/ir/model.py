@@ -331,9 +331,13 @@ class Function:
     def block(self, label: str) -> Block:
         """The block labelled `label` (bare); KeyError when there is none."""
         for block in self.blocks or ():
-            if (block.label if block.label is not None else self._entry_number()) == label:
+            if self.label_of(block) == label:
                 return block
         raise KeyError(label)
+
+    def label_of(self, block: Block) -> str:
+        """The block's label (bare), the number LLVM gives it when it is printed without one."""
+        return block.label if block.label is not None else self._entry_number()
 
     def _entry_number(self) -> str:
         """The number LLVM gives an entry block printed without a label: the next after the unnamed
@@ -350,7 +354,7 @@ class Function:
         it; the phis of its successors then come from the new block."""
         assert self.blocks is not None
         index = next(n for n, instruction in enumerate(block.instructions) if instruction is at)
-        old_label = block.label if block.label is not None else self._entry_number()
+        old_label = self.label_of(block)
         new = Block(label, block.instructions[index:])
         block.instructions = [*block.instructions[:index], Instruction(f"br label {local_name(label)}")]
         self.blocks.insert(self.blocks.index(block) + 1, new)

@@ -83,3 +83,11 @@ def _parse_structure(tokens: list[Token], start: int) -> tuple[ir.Type | None, i
         if tokens[position][1] == ",":
             position += 1
     return ir.LiteralStructType(elements), end
+
+
+def data_layout_address_space(data_layout: str, kind: str) -> int:
+    """The address space a data layout gives allocas (`kind` "A") or globals ("G"); 0 when it names none."""
+    for specification in data_layout.split("-"):
+        if specification[:1] == kind and specification[1:].isdigit():
+            return int(specification[1:])
+    return 0

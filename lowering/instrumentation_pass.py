@@ -1,0 +1,232 @@
+"""Shader instrumentation (SPEC section 10): every basic block counts the times it is entered.
+
+`instrument_blocks` numbers the blocks of a lowered module, in function then block order (printf's and
+abort's blocks are lowered and inlined by then, so they count too), records each block's static
+metrics and source lines in the table (`block_metrics`), and makes every block count itself.
+
+A function keeps its blocks' counts in locals, one `alloca` a block, which LLVM's SROA turns into
+registers: entering a block adds 1 to a register. Where the function returns, and before a trap (so
+that an invocation that aborts keeps the counts it made), it adds them to the buffer through a small
+`alwaysinline` flush helper: one atomic add per block entered per call, never one per entry, so that
+threads do not meet on a counter's cache line at each block. On targets whose lanes run in warps
+(nvptx), the active lanes sum their counts with `redux.sync` and one lane adds the sum: a warp's
+lanes add what they counted with one atomic.
+
+The buffer is the pointer in `@lgc.instrumentation.buffer`, which the runtime sets (SPEC 10): a
+16-byte header, then one `u64` counter a block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+
+from metadata.instrumentation import BUFFER_HEADER, COUNTER_BYTES, BlockInfo, InstrumentationTable, LineCost
+
+from .block_metrics import block_costs
+from .ir.building import I32, I64, constant, declared, internal_function
+from .ir.debug_info import source_location
+from .ir.lexer import global_name
+from .ir.model import Block, Function, Instruction, Module
+from .ir.types import data_layout_address_space, parse_type
+from .runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL
+from .targets import Target
+
+_REDUX_PIECE_BITS = 27  # 32 lanes' sums of 27-bit pieces fit in the 32 bits `redux.sync.add` gives
+_EXIT_OPCODES = frozenset({"ret", "resume"})
+
+
+def instrument_blocks(module: Module, target: Target, data_layout: str, prefix: str) -> InstrumentationTable:
+    """Make every block of `module` (lowered for `target`) count its entries into the instrumentation
+    buffer; the table of its blocks. Names it adds start with `prefix`, which no global has."""
+    return _Instrumentation(module, target, data_layout, prefix).run()
+
+
+class _Instrumentation:
+    """One run: the module, where its allocas and globals live, the helpers, the blocks found so far."""
+
+    def __init__(self, module: Module, target: Target, data_layout: str, prefix: str) -> None:
+        self.module = module
+        self.target = target
+        self.prefix = prefix
+        self.alloca_space = data_layout_address_space(data_layout, "A")
+        self.helpers = ir.Module()
+        buffer_type = parse_type(target.buffer_type)
+        self.buffer_global = ir.GlobalVariable(
+            self.helpers,
+            buffer_type,
+            INSTRUMENTATION_BUFFER_GLOBAL,
+            addrspace=data_layout_address_space(data_layout, "G"),
+        )
+        self.blocks: list[BlockInfo] = []
+        self.sources: dict[int, str | None] = {}
+
+    def run(self) -> InstrumentationTable:
+        for number, function in enumerate(list(self.module.definitions())):
+            first = len(self.blocks)
+            for block in function.blocks or ():
+                self.blocks.append(self._describe(function, block))
+            self._count(function, first, f"{self.prefix}flush.{number}")
+        if self.blocks:
+            self.module.add_ir(self.helpers)
+        return InstrumentationTable(tuple(self.blocks))
+
+    # The table.
+
+    def _describe(self, function: Function, block: Block) -> BlockInfo:
+        static, lines = block_costs(block, self._line_of)
+        label = block.label if block.label is not None and not block.label.isdigit() else None
+        number = function.label_of(block)
+        first_source = next(iter(lines), None)
+        file = first_source.rpartition(":")[0] if first_source else None
+        in_file = [int(line.rpartition(":")[2]) for line in lines if line.rpartition(":")[0] == file]
+        return BlockInfo(
+            len(self.blocks),
+            function.name,
+            label if label is not None else f"%{number}",
+            first_source,
+            min(in_file) if in_file else None,
+            max(in_file) if in_file else None,
+            tuple(static),
+            tuple(LineCost(line, tuple(counts)) for line, counts in lines.items()),
+        )
+
+    def _line_of(self, instruction: Instruction) -> str | None:
+        node = instruction.debug_node
+        if node is None:
+            return None
+        if node not in self.sources:
+            location = source_location(self.module, node)
+            self.sources[node] = f"{location.filename}:{location.line}" if location is not None else None
+        return self.sources[node]
+
+    # The counting.
+
+    def _count(self, function: Function, first: int, flush_name: str) -> None:
+        """Give each block of `function` its count in a local, and flush them at each exit."""
+        blocks = function.blocks or []
+        counters = [f"%{self.prefix}count.{k}" for k in range(len(blocks))]
+        pointer = "ptr" if not self.alloca_space else f"ptr addrspace({self.alloca_space})"
+        space = f", addrspace({self.alloca_space})" if self.alloca_space else ""
+        flush = global_name(self._flush_helper(flush_name, first, len(blocks)))
+        inserted: dict[Block, dict[Instruction, list[Instruction]]] = {}
+
+        def edit(block: Block, anchor: Instruction, before: list[Instruction]) -> None:
+            inserted.setdefault(block, {}).setdefault(anchor, []).extend(before)
+
+        entry = blocks[0]
+        allocations = [Instruction(f"{counter} = alloca i64, align 8{space}") for counter in counters]
+        allocations += [
+            Instruction(f"store i64 {int(k == 0)}, {pointer} {counter}, align 8")
+            for k, counter in enumerate(counters)
+        ]
+        edit(entry, entry.instructions[0], allocations)
+        for k, block in enumerate(blocks[1:], start=1):
+            anchor = _first_after_phis(block)
+            value = f"%{self.prefix}entered.{k}"
+            edit(
+                block,
+                anchor,
+                [
+                    Instruction(f"{value} = load i64, {pointer} {counters[k]}, align 8"),
+                    Instruction(f"{value}.next = add i64 {value}, 1"),
+                    Instruction(f"store i64 {value}.next, {pointer} {counters[k]}, align 8"),
+                ],
+            )
+        exits = 0
+        for block in blocks:
+            for anchor, traps in _exits(block):
+                exits += 1
+                loads = [
+                    Instruction(f"%{self.prefix}flush.{exits}.{k} = load i64, {pointer} {counter}, align 8")
+                    for k, counter in enumerate(counters)
+                ]
+                arguments = ", ".join(f"i64 %{self.prefix}flush.{exits}.{k}" for k in range(len(counters)))
+                flushing = [*loads, Instruction(f"call void {flush}({arguments})")]
+                if traps:
+                    flushing.append(Instruction("fence seq_cst"))
+                edit(block, anchor, flushing)
+        for block, insertions in inserted.items():
+            block.rewrite({anchor: [*before, anchor] for anchor, before in insertions.items()})
+
+    def _flush_helper(self, name: str, first: int, count: int) -> str:
+        """Define `@name(i64 %count.0, ...)`, which adds each non-zero count to its counter (block
+        `first + k`); the name."""
+        function = internal_function(
+            self.helpers, name, ir.VoidType(), [(I64, f"count.{k}") for k in range(count)], ["alwaysinline"]
+        )
+        builder = ir.IRBuilder(function.append_basic_block("entry"))
+        buffer = builder.load(self.buffer_global, typ=self.buffer_global.value_type, name="buffer")
+        add = self._warp_adder(builder) if self.target.sums_counts_per_warp else _plain_adder(builder)
+        for k, value in enumerate(function.args):
+            offset = BUFFER_HEADER.size + COUNTER_BYTES * (first + k)
+            slot = builder.gep(buffer, [constant(offset)], source_etype=ir.IntType(8), name=f"slot.{k}")
+            add(value, slot, k)
+        builder.ret_void()
+        return name
+
+    def _warp_adder(self, builder: ir.IRBuilder) -> Callable[[ir.Value, ir.Value, int], None]:
+        """Adding a count on nvptx: the active lanes' sum, added by the lowest active lane when not zero.
+        The sum is exact modulo 2^64: each 64-bit count is summed in 27-bit pieces, whose 32-lane sums
+        fit in `redux.sync.add`'s 32 bits."""
+        module = builder.module
+        active = builder.call(declared(module, "llvm.nvvm.activemask", I32, []), [], name="active")
+        lane = builder.call(declared(module, "llvm.nvvm.read.ptx.sreg.laneid", I32, []), [], name="lane")
+        lowest = builder.call(
+            declared(module, "llvm.cttz.i32", I32, [I32, ir.IntType(1)]),
+            [active, ir.Constant(ir.IntType(1), 1)],
+            name="lowest",
+        )
+        leads = builder.icmp_unsigned("==", lane, lowest, name="leads")
+        redux = declared(module, "llvm.nvvm.redux.sync.add", I32, [I32, I32])
+
+        def add(value: ir.Value, slot: ir.Value, k: int) -> None:
+            total: ir.Value = constant(0)
+            for shift in range(0, 64, _REDUX_PIECE_BITS):
+                piece = builder.trunc(builder.lshr(value, constant(shift)), I32, name=f"piece.{k}.{shift}")
+                if shift + _REDUX_PIECE_BITS < 64:
+                    piece = builder.and_(piece, constant((1 << _REDUX_PIECE_BITS) - 1, I32))
+                summed = builder.zext(builder.call(redux, [piece, active]), I64, name=f"sum.{k}.{shift}")
+                total = builder.add(total, builder.shl(summed, constant(shift)), name=f"total.{k}.{shift}")
+            nonzero = builder.icmp_unsigned("!=", total, constant(0), name=f"nonzero.{k}")
+            with builder.if_then(builder.and_(leads, nonzero, name=f"adds.{k}")):
+                builder.atomic_rmw("add", slot, total, "monotonic")
+
+        return add
+
+
+def _plain_adder(builder: ir.IRBuilder) -> Callable[[ir.Value, ir.Value, int], None]:
+    """Adding a count where lanes are threads: one atomic add, when the count is not zero."""
+
+    def add(value: ir.Value, slot: ir.Value, k: int) -> None:
+        with builder.if_then(builder.icmp_unsigned("!=", value, constant(0), name=f"nonzero.{k}")):
+            builder.atomic_rmw("add", slot, value, "monotonic")
+
+    return add
+
+
+def _first_after_phis(block: Block) -> Instruction:
+    """Where a block's own code starts: after its phis and landing pad."""
+    for instruction in block.instructions:
+        if instruction.opcode not in ("phi", "landingpad") and not instruction.text.startswith("#dbg_"):
+            return instruction
+    raise ValueError("a block without a terminator")
+
+
+def _exits(block: Block) -> list[tuple[Instruction, bool]]:
+    """Where the block leaves its function, as (the instruction to flush before, whether it traps): its
+    `ret` or `resume` (or the `musttail` call before a `ret`), and each call of `llvm.trap`."""
+    found = []
+    instructions = block.instructions
+    for index, instruction in enumerate(instructions):
+        opcode = instruction.opcode
+        if opcode == "call" and "@llvm.trap" in instruction.text:
+            site = instruction.call()
+            if site is not None and site.callee == "@llvm.trap":
+                found.append((instruction, True))
+        elif opcode in _EXIT_OPCODES:
+            before = instructions[index - 1] if index else None
+            tail = before is not None and before.text.split(" = ", 1)[-1].startswith("musttail ")
+            found.append((before if tail and before is not None else instruction, False))
+    return found
