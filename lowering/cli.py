@@ -56,61 +56,27 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print JSON instead of YAML-like text")
 
     run = commands.add_parser("run", help="lower, run on a device, decode the buffers")
-    run.add_argument("input", metavar="IN.ll")
-    run.add_argument("--entry", default="main", help="entry function (default: main)")
-    run.add_argument(
-        "--invocations",
-        type=_integer(1, MAX_INVOCATIONS),
-        default=1,
-        metavar="N",
-        help="IDs 0..N-1 (default: 1)",
-    )
-    run.add_argument(
-        "--threads",
-        type=_integer(1, MAX_THREADS),
-        default=1,
-        metavar="T",
-        help="cpu device threads (default: 1, in order)",
-    )
-    run.add_argument(
-        "--buffer-size",
-        type=_integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS),
-        default=DEFAULT_PRINTF_BUFFER_BYTES,
-        metavar="BYTES",
-        help=f"whole printf buffer, header included, in bytes or KiB/MiB/GiB "
-        f"(default: {DEFAULT_PRINTF_BUFFER_BYTES})",
-    )
-    run.add_argument(
-        "--abort-buffer-size",
-        type=_integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS),
-        default=DEFAULT_ABORT_BUFFER_BYTES,
-        metavar="BYTES",
-        help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
-    )
-    run.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
+    _add_run_options(run)
     _add_lowering_options(run)
     run.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=DEFAULT_RUN_TIMEOUT_SECONDS,
-        metavar="SECONDS",
-        help=f"stop a device still running after this long (default: {DEFAULT_RUN_TIMEOUT_SECONDS:g})",
-    )
-    run.add_argument(
-        "--buffer",
-        action="append",
-        default=[],
-        type=_data_buffer,
-        metavar="BYTES[:FILE]",
-        help="a data buffer of the entry, in parameter order: BYTES zeros, or FILE's bytes then zeros",
-    )
-    run.add_argument(
-        "--dump-buffers", metavar="DIR", help="write each data buffer to DIR/buffer<N>.bin after the run"
+        "--dump-buffers",
+        metavar="DIR",
+        help="write each data buffer to DIR/buffer<N>.bin after the run (and with --instrument, the "
+        "block counters to DIR/instrumentation.bin)",
     )
     _add_json_options(run)
 
+    profile = commands.add_parser(
+        "profile", help="run with every basic block counted; report the counts and costs (SPEC 10)"
+    )
+    _add_run_options(profile)
+    _add_lowering_options(profile, counted=False)
+    profile.set_defaults(instrument=True, validate=False)
+    _add_profile_options(profile)
+    profile.add_argument("--json", action="store_true", help="print the table and the counts as JSON")
+
     decode = commands.add_parser("decode", help="decode raw buffer dumps")
-    decode.add_argument("buffer", metavar="BUFFER", help="printf buffer dump ('-' reads stdin)")
+    decode.add_argument("buffer", nargs="?", metavar="BUFFER", help="printf buffer dump ('-' reads stdin)")
     decode.add_argument("--abort-buffer", metavar="FILE", help="abort buffer dump")
     decode.add_argument(
         "--elf", action="append", required=True, metavar="FILE", help="ELF with a table (repeatable)"
@@ -122,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="capacity in dwords (default: reserved0)",
     )
     _add_json_options(decode)
+    decode.add_argument(
+        "--instrumentation-buffer",
+        metavar="FILE",
+        help="block counters dump (SPEC 10): the profile of the ELF's instrumentation table",
+    )
+    _add_profile_options(decode)
 
     link = commands.add_parser("link", help="one ELF whose table is the union of the inputs'")
     link.add_argument("inputs", nargs="+", metavar="IN.elf")
@@ -130,6 +102,72 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _BYTE_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the commands that lower and run IN.ll: the entry, the invocations, the buffers."""
+    parser.add_argument("input", metavar="IN.ll")
+    parser.add_argument("--entry", default="main", help="entry function (default: main)")
+    parser.add_argument(
+        "--invocations",
+        type=_integer(1, MAX_INVOCATIONS),
+        default=1,
+        metavar="N",
+        help="IDs 0..N-1 (default: 1)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=_integer(1, MAX_THREADS),
+        default=1,
+        metavar="T",
+        help="cpu device threads (default: 1, in order)",
+    )
+    parser.add_argument(
+        "--buffer-size",
+        type=_integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS),
+        default=DEFAULT_PRINTF_BUFFER_BYTES,
+        metavar="BYTES",
+        help=f"whole printf buffer, header included, in bytes or KiB/MiB/GiB "
+        f"(default: {DEFAULT_PRINTF_BUFFER_BYTES})",
+    )
+    parser.add_argument(
+        "--abort-buffer-size",
+        type=_integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS),
+        default=DEFAULT_ABORT_BUFFER_BYTES,
+        metavar="BYTES",
+        help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
+    )
+    parser.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_RUN_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help=f"stop a device still running after this long (default: {DEFAULT_RUN_TIMEOUT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--buffer",
+        action="append",
+        default=[],
+        type=_data_buffer,
+        metavar="BYTES[:FILE]",
+        help="a data buffer of the entry, in parameter order: BYTES zeros, or FILE's bytes then zeros",
+    )
+
+
+def _add_profile_options(parser: argparse.ArgumentParser) -> None:
+    """How a profile is shown besides its report (SPEC 10)."""
+    parser.add_argument(
+        "--annotate",
+        action="store_true",
+        help="print the source (or the IR, without debug information) with each line's counts",
+    )
+    parser.add_argument(
+        "--arm-values",
+        metavar="FILE",
+        help="write the values vkGetShaderInstrumentationValuesARM returns to FILE, the metrics to FILE.json",
+    )
+    parser.add_argument("--html", metavar="FILE", help="write the profile as one self-contained HTML page")
 
 
 def _add_json_options(parser: argparse.ArgumentParser) -> None:
@@ -141,9 +179,16 @@ def _add_json_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_lowering_options(parser: argparse.ArgumentParser) -> None:
-    """The options of every command that lowers: validation and the format dialect."""
-    parser.add_argument("--validate", action="store_true", help="check every data-buffer access (SPEC 11)")
+def _add_lowering_options(parser: argparse.ArgumentParser, counted: bool = True) -> None:
+    """The options of every command that lowers: the format dialect, and unless the command decides
+    itself (`counted` False), validation and instrumentation."""
+    if counted:
+        parser.add_argument(
+            "--validate", action="store_true", help="check every data-buffer access (SPEC 11)"
+        )
+        parser.add_argument(
+            "--instrument", action="store_true", help="count every basic block's entries (SPEC 10)"
+        )
     parser.add_argument(
         "--format-dialect",
         choices=DIALECTS,
@@ -193,7 +238,7 @@ def _positive_seconds(text: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` and run the command under the process-end policy of `process_ends`."""
     args = build_parser().parse_args(argv)
-    if args.command == "run":
+    if args.command in ("run", "profile"):
         prestart(DEVICE_MODULES[args.device])  # starts while the command imports and lowers
     command = importlib.import_module(f"lowering.commands.{args.command}_command")
     return run_main(lambda: command.run(args))

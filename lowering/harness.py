@@ -25,6 +25,7 @@ from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_builder import build_buffer
 from metadata.formats import C_DIALECT
 from metadata.instrumentation import read_counters
+from metadata.profile import Profile
 from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.validation import CombinedLookup, SiteReport, split_decoding
 from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
@@ -98,7 +99,8 @@ class RunResult:
     data_buffers: tuple[Image, ...] = ()
     data_guards: tuple[Image, ...] = ()
     validation: tuple[SiteReport, ...] | None = None  # with validation: out-of-bounds accesses per site
-    block_counts: tuple[int, ...] | None = None  # instrumented: the times each block was entered (SPEC 10)
+    profile: Profile | None = None  # instrumented: the times each block was entered, and its costs (SPEC 10)
+    listing: tuple[tuple[str, int | None], ...] = ()  # instrumented: the IR, each line with its block
     lowering_warnings: tuple[str, ...] = ()  # what the pass said of the module (LoweredModule.warnings)
 
     @property
@@ -272,7 +274,7 @@ def _check_runtime_globals(module: llvm.ModuleRef, target: Target, data_buffers:
     expected = {
         PRINTF_BUFFER_GLOBAL: target.buffer_type,
         VALIDATION_SIZES_GLOBAL: f"[{data_buffers} x i64]",
-        INSTRUMENTATION_BUFFER_GLOBAL: target.buffer_type,
+        INSTRUMENTATION_BUFFER_GLOBAL: target.runtime_buffer_type,
     }
     for name, wanted in expected.items():
         try:
@@ -349,9 +351,10 @@ def initial_image(size: int, name: str) -> mmap.mmap:
 
 def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
     (printf_image, abort_image, *data_images), status = ran.images, ran.status
-    counts = None
+    profile = None
     if lowered.instrumentation is not None:
         counts = read_counters(data_images.pop()[:-GUARD_BYTES], lowered.instrumentation)
+        profile = Profile(lowered.instrumentation, counts)
     printf_buffer, printf_guard = printf_image[:-GUARD_BYTES], printf_image[-GUARD_BYTES:]
     abort_buffer, abort_guard = abort_image[:-GUARD_BYTES], abort_image[-GUARD_BYTES:]
     table = lowered.table
@@ -371,7 +374,8 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
         status=status,
         printf=printf,
         validation=reports,
-        block_counts=counts,
+        profile=profile,
+        listing=lowered.listing,
         lowering_warnings=lowered.warnings,
         abort=abort,
         printf_buffer=printf_buffer,

@@ -37,10 +37,36 @@ _REDUX_PIECE_BITS = 27  # 32 lanes' sums of 27-bit pieces fit in the 32 bits `re
 _EXIT_OPCODES = frozenset({"ret", "resume"})
 
 
-def instrument_blocks(module: Module, target: Target, data_layout: str, prefix: str) -> InstrumentationTable:
+Listing = tuple[tuple[str, int | None], ...]  # the module's lines, each with the block it is in, if any
+
+
+def instrument_blocks(
+    module: Module, target: Target, data_layout: str, prefix: str
+) -> tuple[InstrumentationTable, Listing]:
     """Make every block of `module` (lowered for `target`) count its entries into the instrumentation
-    buffer; the table of its blocks. Names it adds start with `prefix`, which no global has."""
-    return _Instrumentation(module, target, data_layout, prefix).run()
+    buffer; the table of its blocks, and the module as it was, line by line with each line's block
+    (for a listing annotated with the counts). Names it adds start with `prefix`, which no global has."""
+    listing = block_listing(module)
+    return _Instrumentation(module, target, data_layout, prefix).run(), listing
+
+
+def block_listing(module: Module) -> Listing:
+    """`module` printed, line by line, with the number of the block each line is in (blocks numbered in
+    function then block order, as SPEC 10 numbers them); None for the lines outside blocks."""
+    lines: list[tuple[str, int | None]] = []
+    number = 0
+    for item in module.items:
+        if not isinstance(item, Function) or item.blocks is None:
+            lines += [(line, None) for line in str(item).split("\n")]
+            continue
+        lines.append((item.header, None))
+        for position, block in enumerate(item.blocks):
+            if position:
+                lines.append(("", None))
+            lines += [(line, number) for line in str(block).split("\n")]
+            number += 1
+        lines.append(("}", None))
+    return tuple(lines)
 
 
 class _Instrumentation:
@@ -52,10 +78,10 @@ class _Instrumentation:
         self.prefix = prefix
         self.alloca_space = data_layout_address_space(data_layout, "A")
         self.helpers = ir.Module()
-        buffer_type = parse_type(target.buffer_type)
+        self.buffer_type = parse_type(target.buffer_type)
         self.buffer_global = ir.GlobalVariable(
             self.helpers,
-            buffer_type,
+            parse_type(target.runtime_buffer_type),
             INSTRUMENTATION_BUFFER_GLOBAL,
             addrspace=data_layout_address_space(data_layout, "G"),
         )
@@ -158,6 +184,8 @@ class _Instrumentation:
         )
         builder = ir.IRBuilder(function.append_basic_block("entry"))
         buffer = builder.load(self.buffer_global, typ=self.buffer_global.value_type, name="buffer")
+        if self.buffer_global.value_type != self.buffer_type:
+            buffer = builder.addrspacecast(buffer, self.buffer_type, name="buffer.cast")
         add = self._warp_adder(builder) if self.target.sums_counts_per_warp else _plain_adder(builder)
         for k, value in enumerate(function.args):
             offset = BUFFER_HEADER.size + COUNTER_BYTES * (first + k)

@@ -33,6 +33,7 @@ class LoweredModule:
     warnings: tuple[str, ...] = ()  # what the pass did that a user should know (calls it removed)
     validation: ValidationTable | None = None  # the check sites, when lowered with `validate`
     instrumentation: InstrumentationTable | None = None  # the blocks, when lowered with `instrument`
+    listing: tuple[tuple[str, int | None], ...] = ()  # instrumented: the IR before, lines with their block
 
     def document(self) -> dict:
         """The metadata document keys besides the format-string table that the ELF note carries."""

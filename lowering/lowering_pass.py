@@ -35,7 +35,7 @@ from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 from .calling_conventions import lower_conventions
 from .diagnostics import Diagnostic, LoweringError
 from .helper_ir import ABORT, PRINTF, SIGN_EXTENDED, Argument, Helper, classify, define_helper
-from .instrumentation_pass import instrument_blocks
+from .instrumentation_pass import Listing, instrument_blocks
 from .ir.debug_info import call_lines, source_location
 from .ir.lexer import bare_name, decode_string, global_name, global_references, rewrite_address_space
 from .ir.model import AttributeGroup, Block, Function, GlobalVariable, Instruction, Module
@@ -133,6 +133,7 @@ class _Lowering:
         self.instrument = instrument
         self.validation: ValidationTable | None = None
         self.instrumentation: InstrumentationTable | None = None
+        self.listing: Listing = ()
         self.module = Module()
         self.table = FormatTable()
         self.helpers: dict[tuple[str, str, tuple[tuple[str, bool], ...], bool, bool], Helper] = {}
@@ -162,7 +163,13 @@ class _Lowering:
         if self.instrument:
             lowered = self._finish(self._instrumented_text(lowered))
         return LoweredModule(
-            lowered, self.table, self.target, tuple(self.warnings), self.validation, self.instrumentation
+            lowered,
+            self.table,
+            self.target,
+            tuple(self.warnings),
+            self.validation,
+            self.instrumentation,
+            self.listing,
         )
 
     # Phase 1: the inputs, linked into one module for the target.
@@ -511,7 +518,9 @@ class _Lowering:
         """The lowered module with every block counting its entries (SPEC 10), and the tables."""
         self.module = Module.parse(lowered)
         data_layout = module_layout(self.target.name)[1]
-        self.instrumentation = instrument_blocks(self.module, self.target, data_layout, self._helper_prefix)
+        self.instrumentation, self.listing = instrument_blocks(
+            self.module, self.target, data_layout, self._helper_prefix
+        )
         self._add_tables()
         return str(self.module)
 

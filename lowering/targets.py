@@ -42,6 +42,9 @@ class Target:
     the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs the device
     little next to a debug printf's stores. `sums_counts_per_warp`: instrumentation's block counts are
     summed over a warp's active lanes and added by one of them (SPEC 10).
+    `resource_address_space`, when set, is how a buffer pointer the runtime sets in a global is held
+    (AMDGPU's buffer resource, address space 8: a global cannot hold a fat pointer); code casts it to
+    the buffer's address space.
     """
 
     name: str
@@ -53,11 +56,19 @@ class Target:
     aggregation: Aggregation = Aggregation.NEVER
     outlines_calls_above: int | None = None
     sums_counts_per_warp: bool = False
+    resource_address_space: int | None = None
 
     @property
     def buffer_type(self) -> str:
         """The IR type of a buffer pointer in code lowered for this target."""
         return f"ptr addrspace({self.buffer_address_space or INPUT_BUFFER_ADDRESS_SPACE})"
+
+    @property
+    def runtime_buffer_type(self) -> str:
+        """The IR type of a buffer pointer that the runtime sets in a global."""
+        if self.resource_address_space is None:
+            return self.buffer_type
+        return f"ptr addrspace({self.resource_address_space})"
 
 
 TARGETS: dict[str, Target] = {
@@ -71,6 +82,7 @@ TARGETS: dict[str, Target] = {
             checks_capacity=False,
             pal_metadata=True,
             outlines_calls_above=OUTLINED_CALLS_THRESHOLD,
+            resource_address_space=8,
         ),
         Target(
             "nvptx",

@@ -174,8 +174,12 @@ class InstrumentationTable:
 
     def initial_buffer(self) -> bytes:
         """The buffer as the runtime sets it before a launch: the header, every counter 0."""
+        return self.buffer([0] * len(self.blocks))
+
+    def buffer(self, counts: Sequence[int]) -> bytes:
+        """The buffer holding `counts`, as the device leaves it."""
         header = BUFFER_HEADER.pack(len(self.blocks), len(self.metrics))
-        return header + bytes(COUNTER_BYTES * len(self.blocks))
+        return header + struct.pack(f"<{len(counts)}Q", *counts)
 
 
 def read_counters(data: bytes | bytearray | memoryview, table: InstrumentationTable) -> tuple[int, ...]:

@@ -19,7 +19,13 @@ from .lower_command import read_sources, report
 def run(args: argparse.Namespace) -> int:
     sources = read_sources(args.inputs)
     try:
-        lowered = lower_sources(sources, args.target, validate=args.validate, dialect=args.format_dialect)
+        lowered = lower_sources(
+            sources,
+            args.target,
+            validate=args.validate,
+            dialect=args.format_dialect,
+            instrument=args.instrument,
+        )
     except LoweringError as failure:
         return report(failure)
     for message in lowered.warnings:

@@ -4,7 +4,9 @@ The printf output goes to stdout exactly as C's printf prints it; dropped dwords
 buffers and table collisions go to stderr as warnings, abort messages as errors, and a lost device
 exits with status 3. When an ELF carries validation sites (SPEC 11), their records are taken out of the
 output and reported as one `error:` line a site, with exit status 4. `--json` prints one JSON document
-instead (see `document`).
+instead (see `document`). With `--instrumentation-buffer` (SPEC 10), the profile of the counters dump
+follows the output, as `dprintf profile` shows it (in the JSON document, under `instrumentation`);
+without a printf BUFFER, the profile alone.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from typing import Any
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_region import Issue
 from metadata.elf_notes import read_document
+from metadata.instrumentation import INSTRUMENTATION_KEY, InstrumentationError, InstrumentationTable
 from metadata.linking import FormatRegistry
 from metadata.printf_buffer import TEXT_CHUNK_ENTRIES, PrintfDecoding, decode_printf_buffer
+from metadata.profile import Profile
 from metadata.validation import (
     SITE_RECORD_DWORDS,
     CombinedLookup,
@@ -41,15 +45,53 @@ from . import (
     read_bytes,
     warn,
 )
+from .profile_output import write_profile
 
 STDIN = "-"
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.buffer == STDIN and args.abort_buffer == STDIN:
-        raise InputError("only one of BUFFER and --abort-buffer can be read from stdin")
-    registry = FormatRegistry()
+    inputs = [args.buffer, args.abort_buffer, args.instrumentation_buffer]
+    if inputs.count(STDIN) > 1:
+        raise InputError(
+            "only one of BUFFER, --abort-buffer and --instrumentation-buffer can be read from stdin"
+        )
     elves = [(path, read_bytes(path)) for path in args.elf]
+    profile = _profile(elves, args.instrumentation_buffer) if args.instrumentation_buffer else None
+    if args.buffer is None:
+        if profile is None:
+            raise InputError("nothing to decode: give a printf BUFFER, --instrumentation-buffer, or both")
+        write_profile(profile, args, (), os.getcwd())
+        return EXIT_OK
+    status = _decode(args, elves, profile)
+    if profile is not None:
+        write_profile(profile, args, (), os.getcwd(), on_stdout=not (args.json or args.json_lines))
+    return status
+
+
+def _profile(elves: list[tuple[str, bytes]], path: str) -> Profile:
+    """The profile of the counters dump at `path`, with the instrumentation table of the ELFs (one of
+    them must have it)."""
+    tables = [
+        (name, table)
+        for name, elf in elves
+        if (table := InstrumentationTable.from_document(read_document(elf, source=name))) is not None
+    ]
+    if len(tables) != 1:
+        found = "none has" if not tables else f"{len(tables)} have ({', '.join(name for name, _ in tables)})"
+        raise InputError(
+            f"--instrumentation-buffer needs one ELF with an {INSTRUMENTATION_KEY} table: {found}"
+        )
+    name, table = tables[0]
+    try:
+        return Profile.from_buffer(table, read_bytes(path))
+    except InstrumentationError as failure:
+        raise InputError(f"{path} with the table of {name}: {failure}") from None
+
+
+def _decode(args: argparse.Namespace, elves: list[tuple[str, bytes]], profile: Profile | None) -> int:
+    """Decode the printf and abort dumps, write their output; the exit status."""
+    registry = FormatRegistry()
     warnings = [message for path, elf in elves for message in registry.load_elf(elf, path)]
     validation = _validation_table(elves)
     printf = decode_printf_buffer(
@@ -62,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
         status = EXIT_VALIDATION_ERRORS
     if args.json or args.json_lines:
         report = summary(printf, aborts, warnings, status, sites if validation.sites else None)
+        if profile is not None:
+            report["instrumentation"] = profile.to_document()
         write_json(report, printf, lines=args.json_lines)
         return status
     for message in warnings:

@@ -21,7 +21,11 @@ STDIN_NAME = "<stdin>"
 def run(args: argparse.Namespace) -> int:
     try:
         lowered = lower_sources(
-            read_sources(args.inputs), args.target, validate=args.validate, dialect=args.format_dialect
+            read_sources(args.inputs),
+            args.target,
+            validate=args.validate,
+            dialect=args.format_dialect,
+            instrument=args.instrument,
         )
     except LoweringError as failure:
         return report(failure)

@@ -7,7 +7,9 @@ abort message as `error: device lost: shader abort: <text>`, and a device lost o
 repeated as a warning when it was the only one). Exit status: 0 when every invocation returned, 3 when
 the device was lost by an abort, 1 when it was lost otherwise (the lowered code crashed, or ran past
 `--timeout`) and for bad input, 4 when `--validate` found out-of-bounds accesses (one `error:` line a
-check site). `--json` prints one JSON document instead, and nothing on stderr (see
+check site). With `--instrument`, the profile's report follows on stderr (`dprintf profile` shows it
+on stdout, with its listings), and `--dump-buffers` writes the counters too. `--json` prints one JSON
+document instead (the profile under `instrumentation`), and nothing on stderr (see
 `run_document`).
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +40,7 @@ from . import (
 from .decode_command import report_aborts, report_printf, report_validation, summary, write_json, write_text
 
 STDIN = "-"
+INSTRUMENTATION_DUMP = "instrumentation.bin"  # beside the data buffers, for `dprintf decode`
 EXIT_STATUS = {
     Ending.COMPLETED: EXIT_OK,
     Ending.ABORTED: EXIT_DEVICE_LOST,
@@ -60,14 +64,21 @@ def run(args: argparse.Namespace) -> int:
         data_buffers=[data_buffer(size, path) for size, path in args.buffer],
         validate=args.validate,
         dialect=args.format_dialect,
+        instrument=args.instrument,
     )
     if args.dump_buffers is not None:
         dump_buffers(args.dump_buffers, result.data_buffers)
+        if result.profile is not None:
+            path = os.path.join(args.dump_buffers, INSTRUMENTATION_DUMP)
+            write_output(path, result.profile.table.buffer(result.profile.counts))
     status = EXIT_STATUS[result.ending]
     if result.validation and status == EXIT_OK:  # None without --validate
         status = EXIT_VALIDATION_ERRORS
     if args.json or args.json_lines:
-        write_json(run_summary(result, status), result.printf, lines=args.json_lines)
+        report = run_summary(result, status)
+        if result.profile is not None:
+            report["instrumentation"] = result.profile.to_document()
+        write_json(report, result.printf, lines=args.json_lines)
     else:
         for message in result.lowering_warnings:
             warn(message)
@@ -77,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
         report_validation(result.validation or (), result.printf)
         for message in result.guard_issues:
             warn(message)
-        _report_device(result)
+        report_device(result)
+        if result.profile is not None:
+            sys.stderr.write(result.profile.report())
     if result.status.interruption is not None:
         raise result.status.interruption  # what the device wrote is out; now end as interrupted
     return status
@@ -103,7 +116,7 @@ def dump_buffers(directory: str, buffers: Sequence[Image]) -> None:
         write_output(os.path.join(directory, f"buffer{number}.bin"), bytes(data))
 
 
-def _report_device(result: RunResult) -> None:
+def report_device(result: RunResult) -> None:
     """What the device printed as a warning, unless the loss (which ends with its last line) says it all;
     then a loss other than an abort, whose messages are already reported, as an error."""
     loss = result.loss if result.ending in (Ending.CRASHED, Ending.TIMED_OUT) else None

@@ -1,0 +1,56 @@
+"""`dprintf profile IN.ll`: run IN.ll with every basic block counted, and show the profile (SPEC 10).
+
+The run is `dprintf run --instrument`'s: the same options, invocations, devices and buffers. Its printf
+output goes to stderr, with the warnings and abort messages `run` prints, so that stdout holds the
+profile alone: the report, the `--annotate` listings or the `--json` document (`profile_output`).
+Exit status as `run`'s: 3 when the device was lost by an abort (the profile then holds every count
+made before it), 1 when it was lost otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..harness import run_sources
+from ..lowered_module import Source
+from . import read_text, warn
+from .decode_command import report_aborts, report_printf
+from .profile_output import write_profile
+from .run_command import EXIT_STATUS, STDIN, data_buffer, report_device
+
+
+def run(args: argparse.Namespace) -> int:
+    source = Source("<stdin>" if args.input == STDIN else args.input, read_text(args.input))
+    result = run_sources(
+        [source],
+        entry=args.entry,
+        invocations=args.invocations,
+        threads=args.threads,
+        buffer_size=args.buffer_size,
+        abort_buffer_size=args.abort_buffer_size,
+        device=args.device,
+        timeout=args.timeout,
+        data_buffers=[data_buffer(size, path) for size, path in args.buffer],
+        dialect=args.format_dialect,
+        instrument=True,
+    )
+    for message in result.lowering_warnings:
+        warn(message)
+    sys.stderr.write(result.text())
+    report_printf(result.printf)
+    report_aborts(result.abort)
+    for message in result.guard_issues:
+        warn(message)
+    report_device(result)
+    if result.status.interruption is not None:
+        raise result.status.interruption
+    assert result.profile is not None
+    write_profile(result.profile, args, result.listing, input_directory(args.input))
+    return EXIT_STATUS[result.ending]
+
+
+def input_directory(path: str) -> str:
+    """Where source files named by the debug information are looked for besides where they say."""
+    return os.path.dirname(os.path.abspath(path)) if path != STDIN else os.getcwd()
