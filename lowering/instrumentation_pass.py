@@ -19,6 +19,7 @@ The buffer is the pointer in `@lgc.instrumentation.buffer`, which the runtime se
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
@@ -28,13 +29,12 @@ from .block_metrics import block_costs
 from .ir.building import I32, I64, constant, declared, internal_function
 from .ir.debug_info import source_location
 from .ir.lexer import global_name
-from .ir.model import Block, Function, Instruction, Module
+from .ir.model import Block, Function, Instruction, Module, local_name
 from .ir.types import data_layout_address_space, parse_type
 from .runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL
 from .targets import Target
 
 _REDUX_PIECE_BITS = 27  # 32 lanes' sums of 27-bit pieces fit in the 32 bits `redux.sync.add` gives
-_EXIT_OPCODES = frozenset({"ret", "resume"})
 
 
 Listing = tuple[tuple[str, int | None], ...]  # the module's lines, each with the block it is in, if any
@@ -130,7 +130,9 @@ class _Instrumentation:
     # The counting.
 
     def _count(self, function: Function, first: int, flush_name: str) -> None:
-        """Give each block of `function` its count in a local, and flush them at each exit."""
+        """Give each block of `function` its count in a local, and flush them where it leaves: its
+        returns and its traps each branch to one block that flushes (a flush per exit would make a
+        function with many returns quadratic in size), and any other exit flushes where it is."""
         blocks = function.blocks or []
         counters = [f"%{self.prefix}count.{k}" for k in range(len(blocks))]
         pointer = "ptr" if not self.alloca_space else f"ptr addrspace({self.alloca_space})"
@@ -138,8 +140,16 @@ class _Instrumentation:
         flush = global_name(self._flush_helper(flush_name, first, len(blocks)))
         inserted: dict[Block, dict[Instruction, list[Instruction]]] = {}
 
-        def edit(block: Block, anchor: Instruction, before: list[Instruction]) -> None:
+        def insert(block: Block, anchor: Instruction, before: list[Instruction]) -> None:
             inserted.setdefault(block, {}).setdefault(anchor, []).extend(before)
+
+        def flushing(name: str) -> list[Instruction]:
+            loads = [
+                Instruction(f"%{self.prefix}{name}.{k} = load i64, {pointer} {counter}, align 8")
+                for k, counter in enumerate(counters)
+            ]
+            arguments = ", ".join(f"i64 %{self.prefix}{name}.{k}" for k in range(len(counters)))
+            return [*loads, Instruction(f"call void {flush}({arguments})")]
 
         entry = blocks[0]
         allocations = [Instruction(f"{counter} = alloca i64, align 8{space}") for counter in counters]
@@ -147,34 +157,72 @@ class _Instrumentation:
             Instruction(f"store i64 {int(k == 0)}, {pointer} {counter}, align 8")
             for k, counter in enumerate(counters)
         ]
-        edit(entry, entry.instructions[0], allocations)
+        insert(entry, entry.instructions[0], allocations)
         for k, block in enumerate(blocks[1:], start=1):
-            anchor = _first_after_phis(block)
             value = f"%{self.prefix}entered.{k}"
-            edit(
+            insert(
                 block,
-                anchor,
+                _first_after_phis(block),
                 [
                     Instruction(f"{value} = load i64, {pointer} {counters[k]}, align 8"),
                     Instruction(f"{value}.next = add i64 {value}, 1"),
                     Instruction(f"store i64 {value}.next, {pointer} {counters[k]}, align 8"),
                 ],
             )
-        exits = 0
+        shared: dict[str, list[tuple[Block, Instruction]]] = {"ret": [], "trap": []}
         for block in blocks:
-            for anchor, traps in _exits(block):
-                exits += 1
-                loads = [
-                    Instruction(f"%{self.prefix}flush.{exits}.{k} = load i64, {pointer} {counter}, align 8")
-                    for k, counter in enumerate(counters)
-                ]
-                arguments = ", ".join(f"i64 %{self.prefix}flush.{exits}.{k}" for k in range(len(counters)))
-                flushing = [*loads, Instruction(f"call void {flush}({arguments})")]
-                if traps:
-                    flushing.append(Instruction("fence seq_cst"))
-                edit(block, anchor, flushing)
-        for block, insertions in inserted.items():
-            block.rewrite({anchor: [*before, anchor] for anchor, before in insertions.items()})
+            for exit_ in _exits(block):
+                if exit_.shared is not None:
+                    shared[exit_.shared].append((block, exit_.instruction))
+                else:
+                    insert(block, exit_.instruction, flushing(f"flush.{len(inserted)}"))
+        replaced: dict[Block, dict[Instruction, list[Instruction]]] = {}
+        for kind, exits in shared.items():
+            if exits:
+                target = self._shared_exit(function, kind, exits, flushing(f"flush.{kind}"))
+                for block, instruction in exits:
+                    edits = replaced.setdefault(block, {})
+                    edits[instruction] = [Instruction(f"br label {target}")]
+                    if kind == "trap":  # and the `unreachable` after it
+                        edits[block.instructions[block.instructions.index(instruction) + 1]] = []
+        for block in blocks:
+            edits = {anchor: [*before, anchor] for anchor, before in inserted.get(block, {}).items()}
+            for old, new in replaced.get(block, {}).items():
+                edits[old] = [*edits.get(old, [old])[:-1], *new]
+            if edits:
+                block.rewrite(edits)
+
+    def _shared_exit(
+        self,
+        function: Function,
+        kind: str,
+        exits: list[tuple[Block, Instruction]],
+        flushing: list[Instruction],
+    ) -> str:
+        """Add the block that every exit of `kind` (`ret`, `trap`) of `function` branches to: it flushes
+        the counts, then returns (a phi of the values returned) or traps; its label."""
+        label = f"{self.prefix}{kind}"
+        code = list(flushing)
+        if kind == "trap":
+            code += [
+                Instruction("fence seq_cst"),
+                Instruction("call void @llvm.trap()"),
+                Instruction("unreachable"),
+            ]
+        else:
+            returned = exits[0][1].operands
+            if not returned or returned[0].type == "void":
+                code.append(Instruction("ret void"))
+            else:
+                value_type = returned[0].type
+                incoming = ", ".join(
+                    f"[ {instruction.operands[0].value}, {local_name(function.label_of(block))} ]"
+                    for block, instruction in exits
+                )
+                code.insert(0, Instruction(f"%{self.prefix}returned = phi {value_type} {incoming}"))
+                code.append(Instruction(f"ret {value_type} %{self.prefix}returned"))
+        function.blocks.append(Block(label, code))  # type: ignore[union-attr]
+        return local_name(label)
 
     def _flush_helper(self, name: str, first: int, count: int) -> str:
         """Define `@name(i64 %count.0, ...)`, which adds each non-zero count to its counter (block
@@ -242,19 +290,35 @@ def _first_after_phis(block: Block) -> Instruction:
     raise ValueError("a block without a terminator")
 
 
-def _exits(block: Block) -> list[tuple[Instruction, bool]]:
-    """Where the block leaves its function, as (the instruction to flush before, whether it traps): its
-    `ret` or `resume` (or the `musttail` call before a `ret`), and each call of `llvm.trap`."""
+@dataclass(frozen=True, slots=True)
+class _Exit:
+    """Where a block leaves its function: the instruction to flush before, and the shared exit it can
+    branch to instead (`ret`, `trap`), None when it must flush in place."""
+
+    instruction: Instruction
+    shared: str | None
+
+
+def _exits(block: Block) -> list[_Exit]:
+    """The block's exits: its `ret` (in place after a `musttail` call, which must precede it), its
+    `resume`, and each call of `llvm.trap` (shared when `unreachable` follows it, as the abort lowering
+    leaves it)."""
     found = []
     instructions = block.instructions
     for index, instruction in enumerate(instructions):
         opcode = instruction.opcode
+        following = instructions[index + 1] if index + 1 < len(instructions) else None
         if opcode == "call" and "@llvm.trap" in instruction.text:
             site = instruction.call()
             if site is not None and site.callee == "@llvm.trap":
-                found.append((instruction, True))
-        elif opcode in _EXIT_OPCODES:
+                shared = "trap" if following is not None and following.opcode == "unreachable" else None
+                found.append(_Exit(instruction, shared))
+        elif opcode == "ret":
             before = instructions[index - 1] if index else None
-            tail = before is not None and before.text.split(" = ", 1)[-1].startswith("musttail ")
-            found.append((before if tail and before is not None else instruction, False))
+            if before is not None and before.text.split(" = ", 1)[-1].startswith("musttail "):
+                found.append(_Exit(before, None))
+            else:
+                found.append(_Exit(instruction, "ret"))
+        elif opcode == "resume":
+            found.append(_Exit(instruction, None))
     return found

@@ -1,0 +1,254 @@
+"""Shader instrumentation (SPEC section 10): the pass, the table, exact counts on the cpu device.
+
+The oracle for counts is `instrumented_programs`: random structured shaders interpreted in Python from
+the same invocation IDs. The table is checked against `llvm-readelf-14 --notes` and the decoder.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from lowering.harness import find_entry, run_sources
+from lowering.ir.reading import parse_source
+from lowering.lowered_module import Source
+from lowering.lowering_pass import lower_sources
+from lowering.nvptx_device import kernel_ptx
+from lowering.target_machines import optimize, target_machine
+from metadata.elf_notes import read_document
+from metadata.instrumentation import METRIC_NAMES, InstrumentationTable
+from tests.instrumented_programs import Program
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+DPRINTF = [sys.executable, "-m", "lowering.cli"]
+METRIC = {name: index for index, name in enumerate(METRIC_NAMES)}
+
+
+def _counts_by_label(result) -> Counter:
+    profile = result.profile
+    return Counter(
+        {
+            (block.function, block.block.lstrip("%")): count
+            for block, count in zip(profile.table.blocks, profile.counts, strict=True)
+        }
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_generated_shaders_count_every_block_exactly(seed: int, threads: int) -> None:
+    program = Program(seed)
+    invocations = 97
+    result = run_sources(
+        [Source(f"generated{seed}.ll", program.ir())],
+        invocations=invocations,
+        threads=threads,
+        instrument=True,
+    )
+    assert not result.device_lost, result.loss
+    blocks, lines = program.expected(range(invocations))
+    counted = _counts_by_label(result)
+    for label in program.labels():
+        assert counted[label] == blocks[label], label
+    assert Counter(result.text().splitlines(keepends=True)) == lines
+    written = sum(count for (_, label), count in counted.items() if label.startswith("write"))
+    assert written == sum(lines.values())  # each printf's write block once an entry
+
+
+def test_the_sample_counts_every_block_exactly() -> None:
+    result = run_sources(
+        [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], invocations=64, instrument=True
+    )
+    counted = _counts_by_label(result)
+    ids = range(64)
+    loop = sum(id_ % 8 for id_ in ids)
+    shaded = sum(1 for id_ in ids if id_ % 3 == 0)
+    printed = sum(1 for id_ in ids if id_ % 16 == 5)
+    assert counted[("main", "entry")] == 64
+    assert counted[("main", "loop")] == loop
+    assert counted[("main", "after")] == 64
+    assert counted[("main", "shade")] == shaded
+    assert counted[("falloff", "entry")] == shaded
+    assert counted[("main", "print")] == printed
+    assert counted[("main", "done")] == 64
+    table = result.profile.table
+    loop_block = next(block for block in table.blocks if block.block == "loop")
+    # uitofp, fma, add, icmp, br: one conversion, one fma, two integer operations, one branch
+    assert loop_block.static[METRIC["cvt"]] == 1
+    assert loop_block.static[METRIC["fma"]] == 1
+    assert loop_block.static[METRIC["int"]] == 2
+    assert loop_block.static[METRIC["branch"]] == 1
+    assert loop_block.static[METRIC["instructions"]] == 5
+    assert loop_block.source == "profile.c:11"
+    assert (loop_block.first_line, loop_block.last_line) == (10, 11)
+    falloff = next(block for block in table.blocks if block.function == "falloff")
+    assert falloff.static[METRIC["sfu"]] == 1 and falloff.static[METRIC["fp"]] == 1
+
+
+def test_blocks_are_numbered_in_function_then_block_order_after_printf_is_lowered() -> None:
+    lowered = lower_sources([Source("profile.ll", (SAMPLES / "profile.ll").read_text())], instrument=True)
+    table = lowered.instrumentation
+    assert [block.index for block in table.blocks] == list(range(len(table.blocks)))
+    names = [(block.function, block.block) for block in table.blocks]
+    assert names[0] == ("falloff", "entry")
+    assert names[1:7] == [
+        ("main", f"%{label}") if label.isdigit() else ("main", label)
+        for label in ["entry", "loop", "after", "shade", "report", "print"]
+    ]
+    assert any(label.startswith("write") for _, label in names)  # printf's own block counts too
+    assert "lgc.instrumentation.buffer" in lowered.ir
+
+
+def test_an_invocation_that_aborts_keeps_its_counts() -> None:
+    ir = """
+@message = private unnamed_addr addrspace(4) constant [12 x i8] c"stop at %u\\0A\\00"
+declare void @lgc.debug.abort(ptr addrspace(7), ptr addrspace(4), ...)
+define void @main(ptr addrspace(7) %printf_buffer, ptr addrspace(7) %abort_buffer, i32 %id) {
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %next, %body ]
+  %more = icmp ult i32 %i, 3
+  br i1 %more, label %body, label %check
+body:
+  %next = add i32 %i, 1
+  br label %loop
+check:
+  %stop = icmp eq i32 %id, 5
+  br i1 %stop, label %abort, label %done
+abort:
+  call void (ptr addrspace(7), ptr addrspace(4), ...) @lgc.debug.abort({ABORT_ARGUMENTS})
+  ret void
+done:
+  ret void
+}
+"""
+    ir = ir.replace("{ABORT_ARGUMENTS}", "ptr addrspace(7) %abort_buffer, ptr addrspace(4) @message, i32 %id")
+    result = run_sources([Source("abort.ll", ir)], invocations=9, instrument=True)
+    assert result.device_lost and result.loss == "shader abort"
+    counted = _counts_by_label(result)
+    ran = 6  # invocations 0..5, the last aborting after its loop
+    assert counted[("main", "entry")] == ran
+    assert counted[("main", "body")] == 3 * ran
+    assert counted[("main", "loop")] == 4 * ran
+    assert counted[("main", "check")] == ran
+    assert counted[("main", "abort")] == 1
+    assert counted[("main", "done")] == ran - 1
+
+
+def test_cpu_elf_note_carries_the_table(tmp_path: Path) -> None:
+    output = tmp_path / "profile.o"
+    subprocess.run(
+        [
+            *DPRINTF,
+            "compile",
+            str(SAMPLES / "profile.ll"),
+            "--target",
+            "cpu",
+            "--instrument",
+            "-o",
+            str(output),
+        ],
+        check=True,
+    )
+    notes = subprocess.run(
+        ["llvm-readelf-14", "--notes", str(output)], capture_output=True, text=True, check=True
+    )
+    assert "amdpal.instrumentation" in notes.stdout
+    assert "profile.c:11" in notes.stdout
+    table = InstrumentationTable.from_document(read_document(output.read_bytes()))
+    expected = lower_sources([Source("profile.ll", (SAMPLES / "profile.ll").read_text())], instrument=True)
+    assert table == expected.instrumentation
+
+
+def test_amdpal_object_carries_the_table_and_the_counter_atomics(tmp_path: Path) -> None:
+    output = tmp_path / "profile.elf"
+    subprocess.run(
+        [*DPRINTF, "compile", str(SAMPLES / "profile.ll"), "--instrument", "-o", str(output)], check=True
+    )
+    notes = subprocess.run(
+        ["llvm-readelf-14", "--notes", str(output)], capture_output=True, text=True, check=True
+    )
+    assert "amdpal.instrumentation" in notes.stdout and "amdpal.format_strings" in notes.stdout
+    lowered = lower_sources(
+        [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], "amdpal", instrument=True
+    )
+    machine = target_machine(lowered.target)
+    module = parse_source("profile.ll", lowered.ir)
+    optimize(module, machine)
+    disassembly = machine.emit_assembly(module)
+    assert "buffer_atomic_add_u64" in disassembly  # the flush, through the buffer resource
+
+
+def test_nvptx_sums_a_warps_counts_with_redux_and_one_atomic() -> None:
+    lowered = lower_sources(
+        [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], "nvptx", instrument=True
+    )
+    ptx = kernel_ptx(
+        lowered.ir,
+        find_entry(lowered.ir, "main", lowered.target),
+        runtime_globals=["lgc.instrumentation.buffer"],
+    )
+    assert "redux.sync.add." in ptx
+    assert "activemask" in ptx
+    assert "atom.global.add.u64" in ptx or "red.global.add.u64" in ptx
+
+
+def test_profile_command_reports_json_and_annotates(tmp_path: Path) -> None:
+    sample = str(SAMPLES / "profile.ll")
+    done = subprocess.run(
+        [*DPRINTF, "profile", sample, "--invocations", "64", "--json"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert done.stderr.count("invocation ") == 4  # the run's printf output, on stderr
+    result = run_sources([Source("profile.ll", Path(sample).read_text())], invocations=64, instrument=True)
+    assert document == json.loads(json.dumps(result.profile.to_document()))
+    annotated = subprocess.run(
+        [*DPRINTF, "profile", sample, "--invocations", "64", "--annotate"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    loop_line = next(line for line in annotated.splitlines() if "fmaf" in line)
+    assert loop_line.split("|")[1].strip() == str(sum(id_ % 8 for id_ in range(64)))
+
+
+def test_decode_reads_a_counters_dump_with_the_elf(tmp_path: Path) -> None:
+    sample = str(SAMPLES / "profile.ll")
+    elf, dumps = tmp_path / "profile.o", tmp_path / "dumps"
+    subprocess.run(
+        [*DPRINTF, "compile", sample, "--target", "cpu", "--instrument", "-o", str(elf)], check=True
+    )
+    subprocess.run(
+        [*DPRINTF, "run", sample, "--instrument", "--invocations", "64", "--dump-buffers", str(dumps)],
+        capture_output=True,
+        check=True,
+    )
+    counters = dumps / "instrumentation.bin"
+    decoded = subprocess.run(
+        [*DPRINTF, "decode", "--elf", str(elf), "--instrumentation-buffer", str(counters), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    profiled = subprocess.run(
+        [*DPRINTF, "profile", sample, "--invocations", "64", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(decoded.stdout) == json.loads(profiled.stdout)
+    wrong = tmp_path / "short.bin"
+    wrong.write_bytes(counters.read_bytes()[:40])
+    failed = subprocess.run(
+        [*DPRINTF, "decode", "--elf", str(elf), "--instrumentation-buffer", str(wrong)],
+        capture_output=True,
+        text=True,
+    )
+    assert failed.returncode == 1 and failed.stderr.startswith("error: ") and "Traceback" not in failed.stderr
