@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 PRINTF_DECLARATION = "declare void @lgc.debug.printf(ptr addrspace(7), ptr addrspace(4), ...)"
 BUFFER = "ptr addrspace(7) %printf_buffer"
 
@@ -223,6 +225,75 @@ class Program:
                     self._run(function, body, invocation, blocks, lines)
                 blocks[(function, f"{name}.head")] += 1
                 blocks[(function, f"{name}.exit")] += 1
+
+    def expected_at_scale(self, invocations: int) -> tuple[Counter, Counter]:
+        """`expected(range(invocations))` computed with numpy, a mask of invocations a statement: for
+        millions of invocations. The lines printed are counted by format (the label that prints)."""
+        ids = np.arange(invocations, dtype=np.uint64)
+        blocks: Counter = Counter()
+        printed: Counter = Counter()
+        self._call_masked("main", ids, np.ones(invocations, dtype=bool), blocks, printed)
+        return blocks, printed
+
+    def _call_masked(
+        self, name: str, ids: np.ndarray, mask: np.ndarray, blocks: Counter, printed: Counter
+    ) -> None:
+        blocks[(name, "entry")] += int(mask.sum())
+        self._run_masked(name, self.trees[name], ids, mask, blocks, printed)
+
+    def _run_masked(
+        self,
+        function: str,
+        tree: list,
+        ids: np.ndarray,
+        running: np.ndarray,
+        blocks: Counter,
+        printed: Counter,
+    ) -> np.ndarray:
+        """Run `tree` for the invocations in the mask `running`; the mask of those that did not return."""
+        for statement in tree:
+            kind = statement[0]
+            if kind == "printf":
+                printed[self.formats[statement[1]].split(" ")[0]] += int(running.sum())
+            elif kind == "call":
+                self._call_masked(statement[1], ids, running, blocks, printed)
+            elif kind == "return":
+                _, name, m, r = statement
+                returns = running & (ids % m == r)
+                blocks[(function, f"{name}.ret")] += int(returns.sum())
+                running = running & ~returns
+                blocks[(function, f"{name}.go")] += int(running.sum())
+            elif kind in ("if", "switch"):
+                name = statement[1]
+                if kind == "if":
+                    _, _, m, r, then, otherwise = statement
+                    taken = ids % m == r
+                    arms = [("then", then, taken), ("else", otherwise, ~taken)]
+                else:
+                    _, _, m, bodies = statement
+                    cases = ids % m
+                    arms = [(f"case{k}", body, cases == k) for k, body in enumerate(bodies)]
+                after = np.zeros_like(running)
+                for arm, body, where in arms:
+                    inside = running & where
+                    blocks[(function, f"{name}.{arm}")] += int(inside.sum())
+                    after |= self._run_masked(function, body, ids, inside, blocks, printed)
+                running = after
+                blocks[(function, f"{name}.join")] += int(running.sum())
+            else:
+                _, name, a, b, m, body = statement
+                trips = (((ids * a) & 0xFFFFFFFF) + b & 0xFFFFFFFF) % (m + 1)
+                active, after = running, np.zeros_like(running)
+                for step in range(m + 1):
+                    blocks[(function, f"{name}.head")] += int(active.sum())
+                    leaving = active & (trips <= step)
+                    blocks[(function, f"{name}.exit")] += int(leaving.sum())
+                    after |= leaving
+                    inside = active & (trips > step)
+                    blocks[(function, f"{name}.body")] += int(inside.sum())
+                    active = self._run_masked(function, body, ids, inside, blocks, printed)
+                running = after
+        return running
 
     def labels(self) -> set[tuple[str, str]]:
         """Every block the module labels, `(function, label)`."""

@@ -252,3 +252,16 @@ def test_decode_reads_a_counters_dump_with_the_elf(tmp_path: Path) -> None:
         text=True,
     )
     assert failed.returncode == 1 and failed.stderr.startswith("error: ") and "Traceback" not in failed.stderr
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_vectorised_oracle_agrees_with_the_interpreter(seed: int) -> None:
+    """The oracle of the GPU checks at 2^24 invocations (numpy masks) against the scalar interpreter."""
+    program = Program(seed, depth=3)
+    blocks, lines = program.expected(range(300))
+    at_scale, printed = program.expected_at_scale(300)
+    assert +at_scale == +blocks
+    by_label: Counter = Counter()
+    for line, count in lines.items():
+        by_label[line.split(" ")[0]] += count
+    assert +printed == +by_label
