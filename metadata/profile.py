@@ -409,6 +409,8 @@ def _check(table: InstrumentationTable, counts: Sequence[int]) -> None:
             f"{len(counts)} instrumentation counters for a table of {len(table.blocks)} blocks: "
             f"a dump of another pipeline"
         )
+    if [block.index for block in table.blocks] != list(range(len(table.blocks))):
+        raise InstrumentationError(f"{INSTRUMENTATION_KEY} blocks are not numbered 0, 1, ...")
     for index, count in enumerate(counts):
         if not 0 <= count <= U64_MAX:
             raise InstrumentationError(f"the counter of block {index} is {count}, not a 64-bit count")

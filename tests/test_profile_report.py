@@ -431,6 +431,10 @@ def test_kernel_listing_counts():
             "block 0 (@f %a) has a static blocks count of 2, not 1",
         ),
         (
+            lambda: Profile(InstrumentationTable(BLOCKS[1:]), COUNTS[1:]),
+            "amdpal.instrumentation blocks are not numbered 0, 1, ...",
+        ),
+        (
             lambda: Profile(TABLE, COUNTS).annotate_source(KERNEL, "one line\n"),
             f"the profile has code at {KERNEL}:15, and {KERNEL} has 1 lines: another version of the file?",
         ),
@@ -449,6 +453,7 @@ def test_kernel_listing_counts():
         "lines beyond static",
         "bad source",
         "static blocks",
+        "block numbers",
         "file too short",
         "IR block index",
     ],
