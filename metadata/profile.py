@@ -189,9 +189,8 @@ class Profile:
         """The profile of a buffer dump for `table`; InstrumentationError when it is not one."""
         return cls(table, read_counters(data, table))
 
-    # --- rows
-
     def _line_rows(self) -> tuple[LineRow, ...]:
+        """A row a source line, and `(no line)` for what the blocks' lines leave of their static counts."""
         metrics = len(self.table.metrics)
         found: dict[tuple[str, int] | None, tuple[set[int], list[int]]] = {}
 
@@ -266,8 +265,6 @@ class Profile:
         """The files the table has code in, in the order of their first line rows."""
         return list(dict.fromkeys(row.file for row in self.lines if row.file is not None))
 
-    # --- the text report
-
     def summary(self) -> str:
         """One line: how many blocks (and source lines) there are and how many never ran."""
         text = f"{len(self.blocks)} blocks, {len(self.never_entered())} never entered"
@@ -314,8 +311,6 @@ class Profile:
         ]
         return [f"never entered: {len(never)} of {len(self.blocks)} blocks", *_aligned(None, rows, "llll")]
 
-    # --- the JSON document
-
     def to_document(self) -> dict[str, Any]:
         """What `--json` writes: the table as the ELF has it, the counts (by block index), the totals,
         a row a block (index order) and a row a source line (file and line order, `source` null for
@@ -353,8 +348,6 @@ class Profile:
             ],
             "never_entered": [row.block.index for row in self.never_entered()],
         }
-
-    # --- annotated listings
 
     def source_listing(self, path: str, text: str) -> Listing:
         """The source file `path` (as the table's `file:line` sources name it; see `source_files`)
