@@ -25,8 +25,8 @@ from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_builder import build_buffer
 from metadata.formats import C_DIALECT
 from metadata.instrumentation import read_counters
-from metadata.profile import Profile
 from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
+from metadata.profile import Profile
 from metadata.validation import CombinedLookup, SiteReport, split_decoding
 from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
 

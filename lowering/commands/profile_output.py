@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Sequence
 
-from metadata.arm_values import arm_values, arm_values_document
+from metadata.arm_instrumentation import arm_values, arm_values_document
 from metadata.profile import Listing, Profile
 from metadata.profile_html import html_page
 
