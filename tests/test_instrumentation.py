@@ -20,6 +20,7 @@ from lowering.lowered_module import Source
 from lowering.lowering_pass import lower_sources
 from lowering.nvptx_device import kernel_ptx
 from lowering.target_machines import optimize, target_machine
+from metadata.arm_instrumentation import arm_values, arm_values_document
 from metadata.elf_notes import read_document
 from metadata.instrumentation import METRIC_NAMES, InstrumentationTable
 from tests.instrumented_programs import Program
@@ -265,3 +266,64 @@ def test_the_vectorised_oracle_agrees_with_the_interpreter(seed: int) -> None:
     for line, count in lines.items():
         by_label[line.split(" ")[0]] += count
     assert +printed == +by_label
+
+
+def test_profile_writes_the_proposals_values_and_the_page(tmp_path: Path) -> None:
+    sample = str(SAMPLES / "profile.ll")
+    values, page = tmp_path / "values.bin", tmp_path / "profile.html"
+    done = subprocess.run(
+        [
+            *DPRINTF,
+            "profile",
+            sample,
+            "--invocations",
+            "64",
+            "--arm-values",
+            str(values),
+            "--html",
+            str(page),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = run_sources([Source("profile.ll", Path(sample).read_text())], invocations=64, instrument=True)
+    assert values.read_bytes() == arm_values(result.profile)
+    assert json.loads(Path(f"{values}.json").read_text()) == arm_values_document(result.profile)
+    text = page.read_text()
+    assert "profile.c" in text and "sqrtf(distance)" in text and "<script" not in text
+    assert done.stdout == result.profile.report()
+
+
+def test_without_debug_information_the_ir_is_annotated() -> None:
+    annotated = subprocess.run(
+        [*DPRINTF, "profile", str(SAMPLES / "hello.ll"), "--invocations", "3", "--annotate"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    store = next(line for line in annotated.splitlines() if "store i32 %invocation_id" in line)
+    assert store.split("|")[1].strip() == "3"
+    ret = next(line for line in annotated.splitlines() if line.rstrip().endswith("ret void"))
+    assert ret.split("|")[1].strip() == "3"
+
+
+def test_decode_needs_something_to_decode(tmp_path: Path) -> None:
+    elf = tmp_path / "hello.o"
+    subprocess.run(
+        [*DPRINTF, "compile", str(SAMPLES / "hello.ll"), "--target", "cpu", "-o", str(elf)], check=True
+    )
+    failed = subprocess.run([*DPRINTF, "decode", "--elf", str(elf)], capture_output=True, text=True)
+    assert failed.returncode == 1 and failed.stderr.startswith("error: nothing to decode")
+    dump = tmp_path / "counters.bin"
+    dump.write_bytes(bytes(24))
+    failed = subprocess.run(
+        [*DPRINTF, "decode", "--elf", str(elf), "--instrumentation-buffer", str(dump)],
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        failed.returncode == 1
+        and "amdpal.instrumentation" in failed.stderr
+        and "Traceback" not in failed.stderr
+    )
