@@ -42,3 +42,27 @@ def test_one_module_of_metadata_imports_alone() -> None:
     names = "import metadata; print(metadata.FormatRegistry.__module__, 'FormatRegistry' in dir(metadata))"
     result = subprocess.run([sys.executable, "-c", names], capture_output=True, text=True, check=False)
     assert result.stdout == "metadata.linking True\n"
+
+
+PROFILE_DRIVER = DRIVER.split("import metadata\n")[0] + textwrap.dedent(
+    """
+    import metadata
+    from metadata.instrumentation import BlockInfo
+
+    table = metadata.InstrumentationTable(
+        (BlockInfo(0, "main", "entry", "a.c:1", 1, 1, (1, 3, 1, 0, 0, 0, 0, 1, 0)),)
+    )
+    profile = metadata.Profile.from_buffer(table, table.buffer([5]))
+    page = metadata.html_page(profile, [profile.source_listing("a.c", "x = y;\\n")])
+    print(profile.counts, len(metadata.arm_values(profile)), "a.c" in page, "instructions" in profile.report())
+    """
+)
+
+
+def test_profiles_read_without_llvmlite() -> None:
+    """The instrumentation side of the driver (SPEC 10) needs no llvmlite either."""
+    result = subprocess.run(
+        [sys.executable, "-c", PROFILE_DRIVER], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"(5,) {16 + 8 * 9} True True\n"
