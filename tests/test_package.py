@@ -54,7 +54,8 @@ PROFILE_DRIVER = DRIVER.split("import metadata\n")[0] + textwrap.dedent(
     )
     profile = metadata.Profile.from_buffer(table, table.buffer([5]))
     page = metadata.html_page(profile, [profile.source_listing("a.c", "x = y;\\n")])
-    print(profile.counts, len(metadata.arm_values(profile)), "a.c" in page, "instructions" in profile.report())
+    values = metadata.arm_values(profile)
+    print(profile.counts, len(values), "a.c" in page, "instructions" in profile.report())
     """
 )
 
