@@ -51,11 +51,11 @@ STDIN = "-"
 
 
 def run(args: argparse.Namespace) -> int:
-    inputs = [args.buffer, args.abort_buffer, args.instrumentation_buffer]
-    if inputs.count(STDIN) > 1:
-        raise InputError(
-            "only one of BUFFER, --abort-buffer and --instrumentation-buffer can be read from stdin"
-        )
+    inputs = {"BUFFER": args.buffer, "--abort-buffer": args.abort_buffer}
+    inputs["--instrumentation-buffer"] = args.instrumentation_buffer
+    from_stdin = [name for name, path in inputs.items() if path == STDIN]
+    if len(from_stdin) > 1:
+        raise InputError(f"only one of {' and '.join(from_stdin)} can be read from stdin")
     elves = [(path, read_bytes(path)) for path in args.elf]
     profile = _profile(elves, args.instrumentation_buffer) if args.instrumentation_buffer else None
     if args.buffer is None:
