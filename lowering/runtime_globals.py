@@ -13,6 +13,7 @@ from collections.abc import Iterable
 import llvmlite.binding as llvm
 
 PRINTF_BUFFER_GLOBAL = "lgc.debug.printf.buffer"  # the printf buffer of LLPC's form without one (SPEC 9)
+ABORT_BUFFER_GLOBAL = "lgc.debug.abort.buffer"  # the abort buffer of LLPC's `@lgc.abort.msg` (SPEC 9)
 VALIDATION_SIZES_GLOBAL = "lgc.validation.buffer.sizes"  # the data buffers' sizes the checks read (SPEC 11)
 
 

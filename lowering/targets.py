@@ -36,6 +36,9 @@ class Target:
     bounds the stores. `pal_metadata` puts the table into `!amdgpu.pal.metadata.msgpack`.
     `aggregation` says where the lanes of a warp reserve their printf entries with one atomic add
     between them in the IR (`warp_aggregation`); aborts always reserve per invocation.
+    `resource_globals` makes a buffer the runtime puts in a module global (SPEC 9) a buffer resource
+    (`ptr addrspace(8)`, the 128-bit descriptor) in the constant address space (4), cast to a fat
+    pointer where it is loaded: LLVM's AMDGPU backend keeps no fat pointer in memory.
     `outlines_calls_above`, when set, keeps the calls of a function with more printf and abort calls
     than that as calls to `noinline` helpers: LLVM's AMDGPU backend takes time quadratic in the size
     of one function (SI Fix SGPR copies, straight-line strength reduction, the load/store vectorizer,
@@ -51,6 +54,7 @@ class Target:
     buffer_address_space: int | None = None
     aggregation: Aggregation = Aggregation.NEVER
     outlines_calls_above: int | None = None
+    resource_globals: bool = False
 
     @property
     def buffer_type(self) -> str:
@@ -69,6 +73,7 @@ TARGETS: dict[str, Target] = {
             checks_capacity=False,
             pal_metadata=True,
             outlines_calls_above=OUTLINED_CALLS_THRESHOLD,
+            resource_globals=True,
         ),
         Target(
             "nvptx",

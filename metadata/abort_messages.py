@@ -73,6 +73,14 @@ def split_payload(payload: bytes) -> tuple[str, bytes]:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageProblem:
+    """Why a message cannot be formatted; `ambiguous` when only the widths of its floats are in doubt."""
+
+    message: str
+    ambiguous: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class FormattedMessage:
     """A message's format string, the argument values its payload holds, and the text C prints."""
 
@@ -91,15 +99,15 @@ def format_message(payload: bytes) -> FormattedMessage | str:
     if len(arguments) % 4:
         return f"{string!r}: its arguments take {len(arguments)} byte(s), not whole dwords"
     layout = argument_layout(fmt, len(arguments) // 4)
-    if isinstance(layout, str):
-        return layout
+    if isinstance(layout, MessageProblem):
+        return layout.message
     row = np.zeros((1, ENTRY_HEADER_DWORDS + len(arguments) // 4), dtype="<u4")
     row[0, ENTRY_HEADER_DWORDS:] = np.frombuffer(arguments, dtype="<u4")
     values = row_values(argument_columns(layout, row), 0, 1)[0]
     return FormattedMessage(string, values, format_values(fmt, values))
 
 
-def argument_layout(fmt: FormatString, dwords: int) -> Layout | str:
+def argument_layout(fmt: FormatString, dwords: int) -> Layout | MessageProblem:
     """The argument layout of `fmt` that fills `dwords` argument dwords (see the module docstring), or
     why there is no single one."""
     conversions = fmt.conversions
@@ -112,16 +120,40 @@ def argument_layout(fmt: FormatString, dwords: int) -> Layout | str:
         most = least + sum(sizes[n] for n in free)
         takes = f"{least}" if least == most else f"{least} to {most}"
         if widened == _NONE:
-            return f"{fmt.text!r} takes {takes} argument dword(s), the message has {dwords}"
-        return (
+            return MessageProblem(f"{fmt.text!r} takes {takes} argument dword(s), the message has {dwords}")
+        return MessageProblem(
             f"{fmt.text!r} with {dwords} argument dword(s) is ambiguous: its float conversions without "
-            "'l' can be floats and doubles in more than one way"
+            "'l' can be floats and doubles in more than one way",
+            ambiguous=True,
         )
     wide = {free[position] for position in widened}
     return tuple(
         conversion.argument_type(n in wide if is_64bit is None else is_64bit)
         for n, (conversion, is_64bit) in enumerate(zip(conversions, fixed, strict=True))
     )
+
+
+def static_problem(entry: AbortMessageEntry) -> MessageProblem | None:
+    """What is wrong with a message before it runs, when its constant dwords hold its whole format string:
+    the string must be one, and exactly one argument layout must fill the dwords after it. None when
+    nothing is wrong, or nothing can be known (a dword of the string is written at run time)."""
+    prefix = bytearray()
+    constants = iter(entry.constants)
+    for position in range(entry.data_count):
+        if not entry.is_constant(position):
+            return None
+        prefix += _DWORDS.pack(next(constants))
+        if b"\0" in prefix:
+            break
+    else:
+        return MessageProblem("the message has no NUL-terminated format string")
+    try:
+        string, _ = split_payload(bytes(prefix))
+        fmt = parse_format(string)
+    except DprintfError as failure:
+        return MessageProblem(str(failure))
+    layout = argument_layout(fmt, entry.data_count - len(prefix) // 4)
+    return layout if isinstance(layout, MessageProblem) else None
 
 
 def _fixed_width(conversion: Conversion) -> bool | None:
