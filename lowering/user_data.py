@@ -141,9 +141,8 @@ def read_user_data_nodes(module: Module) -> list[UserDataNode]:
         if node.type == _TABLE:
             inner = read[position : position + count]
             if len(inner) < count or any(item.type == _TABLE for item, _ in inner):
-                where = f"table {node.describe()} of {count} node(s)"
                 raise UserDataError(
-                    f"{USER_DATA_NODES[1:]}: {where} is not followed by {count} non-table nodes"
+                    f"{node.describe()}, a table of {count}, is not followed by {count} other nodes"
                 )
             node = UserDataNode(
                 node.position, node.type, node.offset, node.size, inner=tuple(i for i, _ in inner)

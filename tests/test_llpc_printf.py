@@ -89,9 +89,9 @@ def test_amdpal_with_the_user_data_node_needs_the_user_data_not_silently_dropped
     assert done.returncode == 1 and not elf.exists()
     assert done.stderr.splitlines()[0] == (
         f"error: {module}:7: call 1 to @lgc.debug.printf in function @main: the printf buffer's node "
-        "lgc.user.data.nodes node 2 (DescriptorBuffer, offset 0, 4 dword(s), set 0xfffffff0, binding 6) needs "
-        "user data dword 0, and @main has no `i32 inreg %userdata0` parameter (nor an `i32 inreg %spillTable` "
-        "to load it from)"
+        "lgc.user.data.nodes node 2 (DescriptorBuffer, offset 0, 4 dword(s), set 0xfffffff0, binding 6) "
+        "needs user data dword 0, and @main has no `i32 inreg %userdata0` parameter (nor an `i32 inreg "
+        "%spillTable` to load it from)"
     )
 
 
