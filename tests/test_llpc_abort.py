@@ -279,7 +279,7 @@ def test_a_bad_message_is_an_error_naming_the_call(case, tmp_path):
     source, output = tmp_path / "abort.ll", tmp_path / "out.ll"
     source.write_text(text)
     done = dprintf("lower", str(source), "-o", str(output))
-    line = 10 + text.count("%wide = ")  # the call: after the lines `module` writes and the one computing %wide
+    line = 10 + text.count("%wide = ")  # the call: after the lines `module` writes and any computing %wide
     assert (done.returncode, done.stderr) == (
         1,
         f"error: {source}:{line}: call 1 to @lgc.abort.msg in function @main: {reason}\n",
