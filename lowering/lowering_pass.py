@@ -142,7 +142,6 @@ class _Lowering:
         self.call_lines: dict[tuple[str, str], tuple[str, list[int]]] = {}
         self.outlined_functions: frozenset[str] = frozenset()
         self.warnings: list[str] = []
-        self.runtime_buffers: set[str] = set()  # the runtime globals the lowered code loads buffers from
         self.user_data: UserDataBuffers | None = None  # loading the printf buffer from user data, once used
 
     def run(self) -> LoweredModule:
@@ -380,10 +379,14 @@ class _Lowering:
 
     def _runtime_buffer(self, variable: str, name: str, debug: str) -> tuple[Operand, list[Instruction]]:
         """A buffer that the runtime puts in the module global `variable` (SPEC 9), loaded into `name`; the
-        global is declared unless the module has it. On a target whose globals hold buffer resources,
+        global is declared now unless the module has it (validation parses the module before the helpers
+        are added). On a target whose globals hold buffer resources,
         the resource is loaded from the constant address space and cast to a fat pointer."""
-        self.runtime_buffers.add(variable)
         pointer = global_name(variable)
+        if variable not in self.module.globals:
+            space = f"addrspace({CONSTANT_ADDRESS_SPACE}) " if self.target.resource_globals else ""
+            value_type = RESOURCE_TYPE if self.target.resource_globals else RUNTIME_BUFFER_TYPE
+            self.module.add_global(f"{pointer} = external {space}global {value_type}")
         if not self.target.resource_globals:
             return Operand.parse(f"{RUNTIME_BUFFER_TYPE} {name}"), [
                 Instruction(f"{name} = load {RUNTIME_BUFFER_TYPE}, ptr {pointer}{debug}")
@@ -599,17 +602,23 @@ class _Lowering:
         for function in self.module.definitions():
             if function.name not in entries and _function_words(function, groups).isdisjoint(_NEVER_INLINED):
                 function.add_attribute("alwaysinline")
-        for helper in self.helpers.values():
-            parameters = ", ".join(
+        declarations = [
+            f"declare void {global_name(helper.name)}("
+            + ", ".join(
                 [helper.buffer_type, "i64", *(str(argument.ir_type) for argument in helper.arguments)]
             )
-            self.module.add_declaration(f"declare void {global_name(helper.name)}({parameters})")
+            + ")"
+            for helper in self.helpers.values()
+        ]
+        if self.user_data is not None:
+            declarations += self.user_data.declarations()
+        names = [self.module.add_declaration(declaration).name for declaration in declarations]
         module = parse_source(f"<{self._module_source()} inlined for validation>", str(self.module))
         self._inline(module)
         inlined = Module.parse(str(module))
-        for helper in self.helpers.values():
-            if helper.name in inlined.functions:
-                inlined.remove(inlined.functions[helper.name])
+        for name in names:
+            if name in inlined.functions:
+                inlined.remove(inlined.functions[name])
         return inlined
 
     def _instrument(self) -> None:
@@ -650,13 +659,6 @@ class _Lowering:
             define_helper(
                 built, helper, self.target, reserves[helper.buffer_type] if helper.aggregated else None
             )
-        for variable in sorted(self.runtime_buffers):
-            if self.target.resource_globals:
-                ir.GlobalVariable(
-                    built, parse_type(RESOURCE_TYPE), variable, addrspace=CONSTANT_ADDRESS_SPACE
-                )
-            else:
-                ir.GlobalVariable(built, parse_type(RUNTIME_BUFFER_TYPE), variable)
         if self.user_data is not None:
             self.user_data.define(built)
         return built

@@ -236,6 +236,14 @@ class UserDataBuffers:
         instructions.append(Instruction(f"{result} = {call}{debug}"))
         return instructions
 
+    def declarations(self) -> list[str]:
+        """The declarations of the helpers `load`'s instructions call, for a module parsed before `define`."""
+        parameters = ", ".join(["i32"] * len(self.found.user_data_dwords))
+        declared = [f"declare ptr addrspace(7) {global_name(self._buffer_helper)}({parameters})"]
+        return declared + (
+            [f"declare i32 {global_name(self._spill_helper)}(i32, i32)"] if self.spills else []
+        )
+
     def define(self, module: ir.Module) -> None:
         """Define the helpers `load`'s instructions call."""
         if self.found.in_table:

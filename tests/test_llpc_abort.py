@@ -298,3 +298,11 @@ def test_the_declaration_takes_dwords_only(tmp_path):
         f"error: {source}: @lgc.abort.msg is `void (i32, ...)`; expected "
         "`declare void @lgc.abort.msg(...)`\n",
     )
+
+
+def test_validation_takes_the_abort_buffer_global(tmp_path):
+    source = tmp_path / "abort.ll"
+    source.write_text(MIXED)
+    done = dprintf("run", str(source), "--invocations", "6", "--validate", "--json")
+    (message,) = json.loads(done.stdout)["abort"]["messages"]
+    assert done.returncode == 3 and bytes.fromhex(message["payload"]) == mixed_payload(ABORTING)

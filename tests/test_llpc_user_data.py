@@ -233,3 +233,19 @@ def test_user_data_parameters_must_be_i32_inreg(tmp_path):
         "%userdata1 of @shade is `i32 %userdata1`, not `i32 inreg`"
         for call, line in ((1, 11), (2, 12))
     ]
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_validation_takes_the_user_data_helpers_and_the_runtime_global(layout, tmp_path):
+    """`--validate` parses the module before the helpers are defined: they and the runtime's global are
+    declared meanwhile."""
+    node, _ = LAYOUTS[layout]
+    source = tmp_path / "llpc.ll"
+    source.write_text(MODULE + nodes(*node))
+    lowered = lower_sources([Source("llpc.ll", MODULE + nodes(*node))], "amdpal", validate=True)
+    assert lowered.table.other_keys == {".user_data_offset": LAYOUTS[layout][1]}
+    shade = lowered.ir[lowered.ir.index("define void @shade") :]
+    assert shade[: shade.index("\n}\n")].count("addrspacecast ptr addrspace(8)") == 2
+    assert "declare ptr addrspace(7)" not in lowered.ir and "declare i32" not in lowered.ir
+    run = dprintf("run", str(source), "--invocations", "2", "--validate")
+    assert (run.returncode, run.stdout, run.stderr) == (0, expected(2), "")
