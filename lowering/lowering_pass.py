@@ -378,15 +378,11 @@ class _Lowering:
         return Operand.parse(f"{RUNTIME_BUFFER_TYPE} {name}"), loads
 
     def _runtime_buffer(self, variable: str, name: str, debug: str) -> tuple[Operand, list[Instruction]]:
-        """A buffer that the runtime puts in the module global `variable` (SPEC 9), loaded into `name`; the
-        global is declared now unless the module has it (validation parses the module before the helpers
-        are added). On a target whose globals hold buffer resources,
-        the resource is loaded from the constant address space and cast to a fat pointer."""
+        """A buffer that the runtime puts in the module global `variable` (SPEC 9), loaded into `name`. On
+        a target whose globals hold buffer resources, the resource is loaded from the constant address
+        space and cast to a fat pointer."""
+        self._declare_runtime_global(variable)
         pointer = global_name(variable)
-        if variable not in self.module.globals:
-            space = f"addrspace({CONSTANT_ADDRESS_SPACE}) " if self.target.resource_globals else ""
-            value_type = RESOURCE_TYPE if self.target.resource_globals else RUNTIME_BUFFER_TYPE
-            self.module.add_global(f"{pointer} = external {space}global {value_type}")
         if not self.target.resource_globals:
             return Operand.parse(f"{RUNTIME_BUFFER_TYPE} {name}"), [
                 Instruction(f"{name} = load {RUNTIME_BUFFER_TYPE}, ptr {pointer}{debug}")
@@ -398,6 +394,28 @@ class _Lowering:
             ),
             Instruction(f"{name} = addrspacecast {RESOURCE_TYPE} {resource} to {RUNTIME_BUFFER_TYPE}{debug}"),
         ]
+
+    def _declare_runtime_global(self, variable: str) -> None:
+        """Declare the runtime's global `variable` now (validation parses the module before the helpers
+        are added) unless the module has it; a problem, once, when the module's is of another type."""
+        space = f"addrspace({CONSTANT_ADDRESS_SPACE})" if self.target.resource_globals else None
+        value_type = RESOURCE_TYPE if self.target.resource_globals else RUNTIME_BUFFER_TYPE
+        existing = self.module.globals.get(variable)
+        if existing is None:
+            words = ["external", *([space] if space else []), "global", value_type]
+            self.module.add_global(f"{global_name(variable)} = {' '.join(words)}")
+            return
+        definition = existing.definition
+        spaces = [word for word in definition.words if word.startswith("addrspace(")]
+        if (definition.kind, definition.value_type, spaces) != (
+            "global",
+            value_type,
+            [space] if space else [],
+        ):
+            wanted = f"a `{value_type}` global" + (f" in {space}" if space else "")
+            problem = f"{global_name(variable)} is `{existing.text}`; the runtime sets it as {wanted}"
+            if (None, problem) not in self.problems:
+                self.problems.append((None, problem))
 
     @functools.cached_property
     def _user_data(self) -> UserDataBuffers | str | None:

@@ -306,3 +306,22 @@ def test_validation_takes_the_abort_buffer_global(tmp_path):
     done = dprintf("run", str(source), "--invocations", "6", "--validate", "--json")
     (message,) = json.loads(done.stdout)["abort"]["messages"]
     assert done.returncode == 3 and bytes.fromhex(message["payload"]) == mixed_payload(ABORTING)
+
+
+@pytest.mark.parametrize(
+    ("target", "wanted"),
+    [("cpu", "a `ptr addrspace(7)` global"), ("amdpal", "a `ptr addrspace(8)` global in addrspace(4)")],
+)
+def test_the_modules_own_abort_buffer_global_must_be_the_runtimes(target, wanted, tmp_path):
+    source = tmp_path / "abort.ll"
+    source.write_text("@lgc.debug.abort.buffer = global i32 0\n" + CONSTANT)
+    done = dprintf("lower", str(source), "--target", target)
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"error: {source}: @lgc.debug.abort.buffer is `@lgc.debug.abort.buffer = global i32 0`; the runtime "
+        f"sets it as {wanted}\n",
+    )
+    defined = CONSTANT + "@lgc.debug.abort.buffer = global ptr addrspace(7) null\n"
+    source.write_text(defined)
+    run = dprintf("run", str(source), "--invocations", "6")
+    assert (run.returncode, run.stderr) == (3, "error: device lost: shader abort: fatal: 5\n")
