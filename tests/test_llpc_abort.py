@@ -13,6 +13,7 @@ import re
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from dprintf_ir import LIBC, string_global
@@ -22,6 +23,7 @@ from metadata.abort_messages import AbortMessageEntry
 from metadata.elf_notes import read_table
 
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
+SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "llpc.ll"
 ABORTING = 3  # the invocation that aborts
 MESSAGE = "invocation %u aborts: %d, %f, %llx, %v2d\n"
 
@@ -325,3 +327,13 @@ def test_the_modules_own_abort_buffer_global_must_be_the_runtimes(target, wanted
     source.write_text(defined)
     run = dprintf("run", str(source), "--invocations", "6")
     assert (run.returncode, run.stderr) == (3, "error: device lost: shader abort: fatal: 5\n")
+
+
+def test_the_sample_runs_as_its_comment_says():
+    done = dprintf("run", str(SAMPLE), "--invocations", "8")
+    assert done.returncode == 3
+    assert done.stdout == "".join(
+        f"invocation {n}: checking {100 - 40 * n}... fine ({100 - 40 * n:x})\ninvocation {n}: done.\n"
+        for n in range(3)
+    ) + ("invocation 3: checking -20...")
+    assert done.stderr == "error: device lost: shader abort: invocation 3: -20 is out of range (limit 0)\n"
