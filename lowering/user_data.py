@@ -49,6 +49,7 @@ _RESOURCE = ir.PointerType(addrspace=8)
 _FAT_POINTER = ir.PointerType(addrspace=7)
 _CONSTANT_POINTER = ir.PointerType(addrspace=4)
 _HIGH_HALF = -(1 << 32)
+_MAX_OFFSET = 1 << 29  # dwords: byte offsets stay within an i32
 
 
 class UserDataError(DprintfError):
@@ -119,6 +120,11 @@ def _usable(found: PrintfBufferNode) -> PrintfBufferNode:
             f"the printf buffer's node {node.describe()} holds no 128-bit buffer descriptor: it must be one "
             f"of {', '.join(sorted(_BUFFER_DESCRIPTORS))}"
         )
+    for holder in (found.top, node):
+        if holder.offset + DESCRIPTOR_DWORDS > _MAX_OFFSET:
+            raise UserDataError(
+                f"{holder.describe()} is past the first {_MAX_OFFSET} dwords, which the code addresses"
+            )
     if not found.in_table and node.size < DESCRIPTOR_DWORDS:
         raise UserDataError(
             f"the printf buffer's node {node.describe()} is too small for a {DESCRIPTOR_DWORDS}-dword "

@@ -206,6 +206,11 @@ MALFORMED = {
         "0xfffffff0, binding 6) holds no 128-bit buffer descriptor: it must be one of DescriptorBuffer, "
         "DescriptorConstBuffer, DescriptorMutable",
     ),
+    "too far": (
+        '!{!"DescriptorBuffer", i32 6, i32 0, i32 1073741824, i32 4, i32 -16, i32 6, i32 4}',
+        "lgc.user.data.nodes node 2 (DescriptorBuffer, offset 1073741824, 4 dword(s), set 0xfffffff0, "
+        "binding 6) is past the first 536870912 dwords, which the code addresses",
+    ),
     "too small": (
         '!{!"DescriptorBuffer", i32 6, i32 0, i32 2, i32 2, i32 -16, i32 6, i32 2}',
         "the printf buffer's node lgc.user.data.nodes node 2 (DescriptorBuffer, offset 2, 2 dword(s), set "
