@@ -137,22 +137,17 @@ def static_problem(entry: AbortMessageEntry) -> MessageProblem | None:
     """What is wrong with a message before it runs, when its constant dwords hold its whole format string:
     the string must be one, and exactly one argument layout must fill the dwords after it. None when
     nothing is wrong, or nothing can be known (a dword of the string is written at run time)."""
-    prefix = bytearray()
-    constants = iter(entry.constants)
-    for position in range(entry.data_count):
-        if not entry.is_constant(position):
-            return None
-        prefix += _DWORDS.pack(next(constants))
-        if b"\0" in prefix:
-            break
-    else:
+    head = entry.constant_head()
+    if head is None:
+        return None
+    if b"\0" not in head:
         return MessageProblem("the message has no NUL-terminated format string")
     try:
-        string, _ = split_payload(bytes(prefix))
+        string, _ = split_payload(head)
         fmt = parse_format(string)
     except DprintfError as failure:
         return MessageProblem(str(failure))
-    layout = argument_layout(fmt, entry.data_count - len(prefix) // 4)
+    layout = argument_layout(fmt, entry.data_count - len(head) // 4)
     return layout if isinstance(layout, MessageProblem) else None
 
 
@@ -193,7 +188,8 @@ def _widened(extra: int, sizes: list[int]) -> list[int] | str:
 @dataclass(frozen=True, slots=True)
 class AbortMessageEntry:
     """One abort-message row of the table: ID, the message's dwords, which are constant, their values,
-    and the row's keys this project does not use (msgpack-packed, kept as read)."""
+    and the row's keys this project does not use (msgpack-packed, kept as read; `.is_abort_message` too
+    when it is not the 1 LLPC writes, so that it is written back as it was)."""
 
     index: int
     data_count: int
@@ -233,26 +229,31 @@ class AbortMessageEntry:
             for position in range(self.data_count)
         )
 
-    @property
-    def string(self) -> str | None:
-        """The format string, when the constant dwords hold it whole (up to its NUL) and it is UTF-8."""
-        prefix = bytearray()
+    def constant_head(self) -> bytes | None:
+        """The message's first dwords up to the one holding the format string's NUL (all of them when
+        none does), when they are all constant; None when the device writes one of them."""
+        head = bytearray()
         constants = iter(self.constants)
         for position in range(self.data_count):
             if not self.is_constant(position):
                 return None
-            prefix += _DWORDS.pack(next(constants))
-            end = prefix.find(b"\0")
-            if end >= 0:
-                try:
-                    return prefix[:end].decode("utf-8")
-                except UnicodeDecodeError:
-                    return None
-        return None
+            head += _DWORDS.pack(next(constants))
+            if 0 in head[-4:]:
+                break
+        return bytes(head)
+
+    @property
+    def string(self) -> str | None:
+        """The format string, when the constant dwords hold it whole (up to its NUL) and it is UTF-8."""
+        head = self.constant_head()
+        try:
+            return split_payload(head)[0] if head is not None else None
+        except BufferDecodeError:
+            return None
 
     def describe(self) -> str:
         string = self.string
-        shown = repr(string) if string is not None else "a format string known at run time"
+        shown = repr(string) if string is not None else "(its format string not in its constants)"
         return f"abort message {shown} ({self.data_count} dword(s), {self.variable_dwords} written)"
 
     def to_map(self) -> dict[str, Any]:
@@ -307,7 +308,12 @@ class AbortMessageEntry:
             f"{where}: {count - marked} dwords are not constant, more than an entry of {MAX_ENTRY_DWORDS} "
             "dwords carries",
         )
-        other = {key: value for key, value in row.items() if key not in MESSAGE_KEYS}
+        flag = row[ABORT_MESSAGE_KEY]
+        other = {
+            key: value
+            for key, value in row.items()
+            if key not in MESSAGE_KEYS or key == ABORT_MESSAGE_KEY and not (type(flag) is int and flag == 1)
+        }
         packed = msgpack.packb(other, use_bin_type=True) if other else b""
         return cls(index, count, tuple(status), tuple(constants), packed)
 
