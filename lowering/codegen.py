@@ -24,6 +24,7 @@ from .target_machines import (
 __all__ = [
     "OPT_LEVEL",
     "UnknownProcessorError",
+    "compile_assembly",
     "compile_object",
     "compile_ptx",
     "host_target_machine",
@@ -42,7 +43,13 @@ def compile_object(lowered: LoweredModule, cpu: str | None = None, *, source: st
 
 def compile_ptx(lowered: LoweredModule, cpu: str | None = None, *, source: str = "<lowered>") -> str:
     """PTX assembly of a module lowered for nvptx, optimised at -O2 (in a child process, as above)."""
-    return isolated(f"compiling for {lowered.target.name}", _ptx, lowered, cpu, source)
+    return compile_assembly(lowered, cpu, source=source)
+
+
+def compile_assembly(lowered: LoweredModule, cpu: str | None = None, *, source: str = "<lowered>") -> str:
+    """The assembly of a lowered module, optimised at -O2 (PTX for nvptx; the ISA of `cpu` for amdpal,
+    which Debian's llvm-objdump-14 cannot disassemble for gfx11), in a child process as above."""
+    return isolated(f"compiling for {lowered.target.name}", _assembly, lowered, cpu, source)
 
 
 def _object(lowered: LoweredModule, cpu: str | None, source: str) -> bytes:
@@ -55,7 +62,7 @@ def _object(lowered: LoweredModule, cpu: str | None, source: str) -> bytes:
     return with_table(elf, lowered.table, source=source, document=lowered.document())
 
 
-def _ptx(lowered: LoweredModule, cpu: str | None, source: str) -> str:
+def _assembly(lowered: LoweredModule, cpu: str | None, source: str) -> str:
     machine = target_machine(lowered.target, cpu)
     module = parse_source(source, lowered.ir)
     optimize(module, machine)

@@ -19,6 +19,7 @@ MAX_INVOCATIONS = 1 << 32  # invocation IDs are 32-bit: 0 .. 2^32 - 1
 DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
 DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)  # the proposal's minimum maxShaderAbortMessageSize
 DEFAULT_RUN_TIMEOUT_SECONDS = 60.0
+PRINTF_IMAGE, ABORT_IMAGE = 0, 1  # a launch's images: printf, abort, then the data buffers
 
 Image = bytes | bytearray | memoryview | mmap.mmap  # a buffer's bytes, as the harness gives them
 

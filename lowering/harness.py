@@ -31,11 +31,13 @@ from metadata.validation import CombinedLookup, SiteReport, split_decoding
 from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
 
 from .device import (
+    ABORT_IMAGE,
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
     DEFAULT_RUN_TIMEOUT_SECONDS,
     DEVICE_MODULES,
     MAX_INVOCATIONS,
+    PRINTF_IMAGE,
     Device,
     DeviceError,
     DeviceRun,
@@ -47,11 +49,15 @@ from .device import (
 )
 from .lowered_module import LoweredModule, Source
 from .lowering_pass import lower_sources
-from .runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL, PRINTF_BUFFER_GLOBAL, VALIDATION_SIZES_GLOBAL
+from .runtime_globals import (
+    ABORT_BUFFER_GLOBAL,
+    INSTRUMENTATION_BUFFER_GLOBAL,
+    PRINTF_BUFFER_GLOBAL,
+    VALIDATION_SIZES_GLOBAL,
+)
 from .targets import Target
 
 GUARD_BYTES = 256
-PRINTF_IMAGE = 0  # images: printf, abort, the data buffers, then the instrumentation buffer if any
 GUARD_FILL = 0xA5
 
 
@@ -243,19 +249,29 @@ def run_lowered(
     if lowered.instrumentation is not None:
         globals_ += (RuntimeGlobal(INSTRUMENTATION_BUFFER_GLOBAL, image=len(images)),)
         images.append(data_image(lowered.instrumentation.initial_buffer()))
-    launch = Launch(lowered.ir, found, invocations, threads, timeout, globals_)
+    present = tuple(item for item in globals_ if _has_global(module, item.name))
+    launch = Launch(lowered.ir, found, invocations, threads, timeout, present)
     ran = chosen.run(launch, images)
     return _result(chosen.name, ran, lowered)
 
 
 def runtime_globals(data_sizes: Sequence[int]) -> tuple[RuntimeGlobal, ...]:
-    """The globals the runtime sets (SPEC sections 9 and 11): the printf buffer's address, and the size
-    of each data buffer in bytes."""
+    """The globals the runtime sets (SPEC sections 9 and 11): the printf and abort buffers' addresses,
+    and the size of each data buffer in bytes."""
     sizes = b"".join(size.to_bytes(8, "little") for size in data_sizes)
     return (
         RuntimeGlobal(PRINTF_BUFFER_GLOBAL, image=PRINTF_IMAGE),
+        RuntimeGlobal(ABORT_BUFFER_GLOBAL, image=ABORT_IMAGE),
         RuntimeGlobal(VALIDATION_SIZES_GLOBAL, value=sizes),
     )
+
+
+def _has_global(module: llvm.ModuleRef, name: str) -> bool:
+    try:
+        module.get_global_variable(name)
+    except NameError:
+        return False
+    return True
 
 
 def data_image(data: Image) -> mmap.mmap:
@@ -273,8 +289,9 @@ def _check_runtime_globals(module: llvm.ModuleRef, target: Target, data_buffers:
     """DeviceError for a runtime global of the wrong type: the runtime would write past it."""
     expected = {
         PRINTF_BUFFER_GLOBAL: target.buffer_type,
+        ABORT_BUFFER_GLOBAL: target.buffer_type,
         VALIDATION_SIZES_GLOBAL: f"[{data_buffers} x i64]",
-        INSTRUMENTATION_BUFFER_GLOBAL: target.runtime_buffer_type,
+        INSTRUMENTATION_BUFFER_GLOBAL: target.buffer_type,
     }
     for name, wanted in expected.items():
         try:

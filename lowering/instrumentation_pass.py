@@ -13,7 +13,8 @@ threads do not meet on a counter's cache line at each block. On targets whose la
 lanes add what they counted with one atomic.
 
 The buffer is the pointer in `@lgc.instrumentation.buffer`, which the runtime sets (SPEC 10): a
-16-byte header, then one `u64` counter a block.
+16-byte header, then one `u64` counter a block. On a target whose globals hold buffer resources
+(amdpal), it is one, cast to the buffer's address space where it is loaded.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .ir.debug_info import source_location
 from .ir.lexer import global_name
 from .ir.model import Block, Function, Instruction, Module, local_name
 from .ir.types import data_layout_address_space, parse_type
-from .runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL
+from .runtime_globals import CONSTANT_ADDRESS_SPACE, INSTRUMENTATION_BUFFER_GLOBAL, RESOURCE_TYPE
 from .targets import Target
 
 _REDUX_PIECE_BITS = 27  # 32 lanes' sums of 27-bit pieces fit in the 32 bits `redux.sync.add` gives
@@ -79,11 +80,12 @@ class _Instrumentation:
         self.alloca_space = data_layout_address_space(data_layout, "A")
         self.helpers = ir.Module()
         self.buffer_type = parse_type(target.buffer_type)
+        if target.resource_globals:  # a buffer resource, in the constant address space
+            held, space = parse_type(RESOURCE_TYPE), CONSTANT_ADDRESS_SPACE
+        else:
+            held, space = self.buffer_type, data_layout_address_space(data_layout, "G")
         self.buffer_global = ir.GlobalVariable(
-            self.helpers,
-            parse_type(target.runtime_buffer_type),
-            INSTRUMENTATION_BUFFER_GLOBAL,
-            addrspace=data_layout_address_space(data_layout, "G"),
+            self.helpers, held, INSTRUMENTATION_BUFFER_GLOBAL, addrspace=space
         )
         self.blocks: list[BlockInfo] = []
         self.sources: dict[int, str | None] = {}
@@ -231,7 +233,10 @@ class _Instrumentation:
             self.helpers, name, ir.VoidType(), [(I64, f"count.{k}") for k in range(count)], ["alwaysinline"]
         )
         builder = ir.IRBuilder(function.append_basic_block("entry"))
-        buffer = builder.load(self.buffer_global, typ=self.buffer_global.value_type, name="buffer")
+        held = self.buffer_global.value_type
+        buffer = builder.load(
+            self.buffer_global, typ=held, name="buffer", align=16 if held != self.buffer_type else 8
+        )
         if self.buffer_global.value_type != self.buffer_type:
             buffer = builder.addrspacecast(buffer, self.buffer_type, name="buffer.cast")
         add = self._warp_adder(builder) if self.target.sums_counts_per_warp else _plain_adder(builder)

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from metadata.abort_messages import AbortMessageEntry, static_problem
 from metadata.elf_notes import pal_metadata_ir
 from metadata.errors import DprintfError
 from metadata.formats import C_DIALECT, VVL_DIALECT, conversion_specs, parse_format
 from metadata.instrumentation import InstrumentationTable
+from metadata.linking import link_tables
 from metadata.table import FormatEntry, FormatTable, unpack_document
 from metadata.validation import SITE_LAYOUT, ValidationTable
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
@@ -41,21 +43,31 @@ from .ir.lexer import bare_name, decode_string, global_name, global_references, 
 from .ir.model import AttributeGroup, Block, Function, GlobalVariable, Instruction, Module
 from .ir.reading import link, parse_source
 from .ir.types import parse_type
-from .ir.values import ConstantExpression, Operand
+from .ir.values import ConstantExpression, Operand, constant_lanes
 from .lowered_module import LoweredModule, Source
-from .runtime_globals import PRINTF_BUFFER_GLOBAL
+from .runtime_globals import (
+    ABORT_BUFFER_GLOBAL,
+    CONSTANT_ADDRESS_SPACE,
+    CONSTANT_POINTER_TYPE,
+    PRINTF_BUFFER_GLOBAL,
+    RESOURCE_TYPE,
+)
 from .target_machines import module_layout, target_machine
 from .targets import INPUT_BUFFER_ADDRESS_SPACE, Aggregation, Target, get_target
+from .user_data import UserDataBuffers, UserDataError, find_printf_buffer_node
 from .validation_pass import FailedCheck, entry_names, instrument
 from .warp_aggregation import define_warp_aggregated_reserve
 
-KINDS = (PRINTF, ABORT)
-CALLEE_PREFIX = "lgc.debug."
+MESSAGE = "abort.msg"  # LLPC's `@lgc.abort.msg` (SPEC 9), lowered by an abort helper
+KINDS = (PRINTF, ABORT, MESSAGE)
+CALLEES = {"lgc.debug.printf": PRINTF, "lgc.debug.abort": ABORT, "lgc.abort.msg": MESSAGE}
+CALLEE_NAMES = {kind: name for name, kind in CALLEES.items()}
+CALLEE_FRAGMENT = "lgc."  # in every callee's name: a line without it calls none of them
 RUNTIME_BUFFER_TYPE = f"ptr addrspace({INPUT_BUFFER_ADDRESS_SPACE})"
 PAL_METADATA = "!amdgpu.pal.metadata.msgpack"
+USER_DATA_OFFSET_KEY = ".user_data_offset"
 _NEVER_INLINED = frozenset({"noinline", "optnone"})
-# LLPC's printf buffer: a DescriptorBuffer node of the internal descriptor set (-16), binding 6.
-_LLPC_PRINTF_NODE = ('!"DescriptorBuffer"', "i32 -16", "i32 6")
+_UNDEFINED = frozenset({"undef", "poison"})  # a message dword of these is a constant 0
 
 
 def lower_sources(
@@ -102,7 +114,7 @@ class _Call:
 
     @property
     def callee_name(self) -> str:
-        return f"@{CALLEE_PREFIX}{self.kind}"
+        return f"@{CALLEE_NAMES[self.kind]}"
 
     @property
     def debug_node(self) -> int | None:
@@ -145,7 +157,7 @@ class _Lowering:
         self.call_lines: dict[tuple[str, str], tuple[str, list[int]]] = {}
         self.outlined_functions: frozenset[str] = frozenset()
         self.warnings: list[str] = []
-        self.loads_runtime_buffer = False
+        self.user_data: UserDataBuffers | None = None  # loading the printf buffer from user data, once used
 
     def run(self) -> LoweredModule:
         linked = self._link()
@@ -185,40 +197,41 @@ class _Lowering:
         return link(modules)
 
     def _declared(self, module: llvm.ModuleRef, kind: str) -> bool:
-        """Whether `@lgc.debug.<kind>` is declared in a form the pass accepts; a problem when it is not."""
+        """Whether the kind's callee is declared in a form the pass accepts; a problem when it is not."""
+        name = CALLEE_NAMES[kind]
         try:
-            function = module.get_function(f"{CALLEE_PREFIX}{kind}")
+            function = module.get_function(name)
         except NameError:
             return False
         signature = function.global_value_type
         parameters = [str(parameter) for parameter in signature.get_function_parameters()]
+        with_operands = (
+            kind != MESSAGE and len(parameters) == 2 and all(p.startswith("ptr") for p in parameters)
+        )
         accepted = (
             function.is_declaration
             and signature.is_function_vararg
             and str(signature.get_function_return()) == "void"
-            and (not parameters or (len(parameters) == 2 and all(p.startswith("ptr") for p in parameters)))
+            and (not parameters or with_operands)
         )
         if not accepted:
             body = "" if function.is_declaration else " with a body"
-            self.problems.append(
-                (
-                    None,
-                    f"@lgc.debug.{kind} is `{signature}`{body}; expected `declare void @lgc.debug.{kind}"
-                    f"(ptr addrspace(7), ptr addrspace(4), ...)` or `declare void @lgc.debug.{kind}(...)`",
-                )
-            )
+            forms = f"`declare void @{name}(...)`"
+            if kind != MESSAGE:
+                forms = f"`declare void @{name}(ptr addrspace(7), ptr addrspace(4), ...)` or {forms}"
+            self.problems.append((None, f"@{name} is `{signature}`{body}; expected {forms}"))
         return accepted
 
     # Phase 2: the calls.
 
     def _find_calls(self, kinds: list[str]) -> list[_Call]:
-        callees = {f"{CALLEE_PREFIX}{kind}": kind for kind in kinds}
+        callees = {CALLEE_NAMES[kind]: kind for kind in kinds}
         calls: list[_Call] = []
         for function in self.module.definitions():
             ordinals = dict.fromkeys(KINDS, 0)
             for block in function.blocks or ():
                 for instruction in block.instructions:
-                    if CALLEE_PREFIX not in instruction.text:
+                    if CALLEE_FRAGMENT not in instruction.text:
                         continue
                     site = instruction.call()
                     kind = callees.get(bare_name(site.callee)) if site is not None else None
@@ -238,14 +251,14 @@ class _Lowering:
 
     def _check_other_uses(self, kinds: list[str], calls: list[_Call]) -> None:
         """Each mention of the callees is a call found above or their declaration (which is dropped)."""
-        callees = {f"{CALLEE_PREFIX}{kind}": kind for kind in kinds}
+        callees = {CALLEE_NAMES[kind]: kind for kind in kinds}
         for declaration in [self.module.functions[name] for name in callees if name in self.module.functions]:
             self.module.remove(declaration)
         calling = {call.instruction for call in calls}
-        for text, is_call in self._texts_mentioning(CALLEE_PREFIX, calling):
+        for text, is_call in self._texts_mentioning(CALLEE_FRAGMENT, calling):
             uses = [callees[name] for name in map(bare_name, global_references(text)) if name in callees]
             for kind in uses[1:] if is_call else uses:
-                self.problems.append((None, f"@lgc.debug.{kind} is used other than by a call: `{text}`"))
+                self.problems.append((None, f"@{CALLEE_NAMES[kind]} is used other than by a call: `{text}`"))
 
     def _texts_mentioning(self, fragment: str, calls: set[Instruction]) -> list[tuple[str, bool]]:
         """The texts of the module's lines holding `fragment` (instructions, headers, globals, metadata)
@@ -270,6 +283,9 @@ class _Lowering:
 
     def _lower_call(self, call: _Call) -> None:
         """Check the call, record its string in the table, and replace it by a call to its helper."""
+        if call.kind == MESSAGE:
+            self._lower_message(call)
+            return
         operands = call.operands
         without_buffer = _without_buffer_operand(call)
         if len(operands) < 2 and not without_buffer:
@@ -277,15 +293,15 @@ class _Lowering:
             self.problems.append((call, f"missing the {missing}"))
             return
         problems = len(self.problems)
-        if without_buffer and self.target.pal_metadata:
-            self._remove_without_buffer(call)
-            return
-        runtime_value = f"%{self._helper_prefix}buffer.{call.ordinal}"
-        buffer, string_operand, rest = (
-            (Operand.parse(f"{RUNTIME_BUFFER_TYPE} {runtime_value}"), operands[0], operands[1:])
-            if without_buffer
-            else (operands[0], operands[1], operands[2:])
-        )
+        debug = _debug_attachment(call)
+        loads: list[Instruction] = []
+        if without_buffer:
+            found = self._llpc_printf_buffer(call, debug)
+            if found is None:
+                return
+            (buffer, loads), string_operand, rest = found, operands[0], operands[1:]
+        else:
+            buffer, string_operand, rest = operands[0], operands[1], operands[2:]
         if not buffer.type.startswith("ptr"):
             self.problems.append((call, f"the buffer operand `{operands[0]}` is not a pointer"))
         string = self._format_string(call, string_operand)
@@ -301,46 +317,141 @@ class _Lowering:
             self.problems.append((call, header))
             return
         replaced = ", ".join([buffer.text, f"i64 {header}", *(operand.text for operand in rest)])
-        node = call.debug_node
-        debug = f", !dbg !{node}" if node is not None else ""
-        replacement = [*padding, Instruction(f"call void {global_name(helper.name)}({replaced}){debug}")]
-        if without_buffer:
-            self.loads_runtime_buffer = True
-            runtime_buffer = global_name(PRINTF_BUFFER_GLOBAL)
-            load = f"{runtime_value} = load {RUNTIME_BUFFER_TYPE}, ptr {runtime_buffer}{debug}"
-            replacement.insert(0, Instruction(load))
-        self._edit(call, replacement)
+        self._edit(
+            call, [*loads, *padding, Instruction(f"call void {global_name(helper.name)}({replaced}){debug}")]
+        )
+
+    def _lower_message(self, call: _Call) -> None:
+        """LLPC's abort message (SPEC 9): its constant dwords go into its table entry, the others into the
+        record an abort helper writes to the runtime's abort buffer; then the invocation ends, as an
+        abort's does."""
+        if not call.operands:
+            self.problems.append((call, "no message: @lgc.abort.msg takes the message's dwords"))
+            return
+        problems = len(self.problems)
+        dwords: list[int | None] = []
+        written: list[Operand] = []
+        for position, operand in enumerate(call.operands, start=1):
+            lanes = _message_dwords(operand)
+            if isinstance(lanes, str):
+                self.problems.append((call, f"argument {position}: {lanes}"))
+                continue
+            dwords += lanes
+            if None in lanes:
+                written.append(operand)
+        if len(self.problems) > problems:
+            return
+        entry = AbortMessageEntry.for_dwords(dwords)
+        problem = static_problem(entry)
+        if problem is not None and not problem.ambiguous:
+            self.problems.append((call, problem.message))
+            return
+        if problem is not None:
+            self.warnings.append(f"{self._where(call)}: {problem.message}: its text will not be formatted")
+        if entry.entry_dwords > MAX_ENTRY_DWORDS:
+            self.problems.append(
+                (
+                    call,
+                    f"{entry.variable_dwords} dwords are not constant, more than an entry of "
+                    f"{MAX_ENTRY_DWORDS} carries",
+                )
+            )
+            return
+        debug = _debug_attachment(call)
+        buffer, loads = self._runtime_buffer(
+            ABORT_BUFFER_GLOBAL, f"%{self._helper_prefix}abort.buffer.{call.ordinal}", debug
+        )
+        helper = self._helper(
+            call, buffer.type, tuple((operand.type, False) for operand in written), False, ABORT
+        )
+        if helper is None:
+            return
+        try:
+            self.table.add(entry)
+        except DprintfError as failure:
+            self.problems.append((call, str(failure)))
+            return
+        header = _signed64(entry_header(entry.index, helper.entry_dwords))
+        replaced = ", ".join([buffer.text, f"i64 {header}", *(operand.text for operand in written)])
+        self._edit(call, [*loads, Instruction(f"call void {global_name(helper.name)}({replaced}){debug}")])
 
     def _edit(self, call: _Call, replacement: list[Instruction]) -> None:
         self.edits.setdefault(call.block, {})[call.instruction] = replacement
 
-    @functools.cached_property
-    def _has_llpc_printf_node(self) -> bool:
-        kind, *fields = _LLPC_PRINTF_NODE
-        for node in self.module.metadata.values():
-            operands = node.operands
-            pairs = set(zip(operands, operands[1:], strict=False))
-            if operands[:1] == [kind] and tuple(fields) in pairs:
-                return True
-        return False
-
-    def _remove_without_buffer(self, call: _Call) -> None:
-        """amdpal: LLPC finds the buffer in the user-data node of the internal descriptor set, binding 6.
-        Without that node the call is removed with a warning, as LLPC removes it; with it, loading the
-        buffer from user data is not implemented here, which is an error rather than a lost printf."""
-        if self._has_llpc_printf_node:
-            self.problems.append(
-                (
-                    call,
-                    "the printf buffer's user-data node (set -16, binding 6) is not supported for amdpal yet",
-                )
+    def _llpc_printf_buffer(self, call: _Call, debug: str) -> tuple[Operand, list[Instruction]] | None:
+        """The buffer of a printf without a buffer operand (SPEC 9), and the instructions that load it: the
+        runtime's global on cpu and nvptx; LLPC's user-data node on amdpal. None after removing the call
+        (amdpal without the node: a warning, as LLPC removes it) or recording why it cannot be loaded."""
+        name = f"%{self._helper_prefix}buffer.{call.ordinal}"
+        if not self.target.pal_metadata:
+            return self._runtime_buffer(PRINTF_BUFFER_GLOBAL, name, debug)
+        user_data = self._user_data
+        if isinstance(user_data, str):
+            return None
+        if user_data is None:
+            self._edit(call, [])
+            self.warnings.append(
+                f"{self._where(call)} has no buffer operand and the module no printf buffer node: "
+                "the call is removed"
             )
+            return None
+        loads = user_data.load(call.function, name, str(call.ordinal), debug)
+        if isinstance(loads, str):
+            self.problems.append((call, loads))
+            return None
+        self.user_data = user_data
+        return Operand.parse(f"{RUNTIME_BUFFER_TYPE} {name}"), loads
+
+    def _runtime_buffer(self, variable: str, name: str, debug: str) -> tuple[Operand, list[Instruction]]:
+        """A buffer that the runtime puts in the module global `variable` (SPEC 9), loaded into `name`. On
+        a target whose globals hold buffer resources, the resource is loaded from the constant address
+        space and cast to a fat pointer."""
+        self._declare_runtime_global(variable)
+        pointer = global_name(variable)
+        if not self.target.resource_globals:
+            return Operand.parse(f"{RUNTIME_BUFFER_TYPE} {name}"), [
+                Instruction(f"{name} = load {RUNTIME_BUFFER_TYPE}, ptr {pointer}{debug}")
+            ]
+        resource = f"{name}.resource"
+        return Operand.parse(f"{RUNTIME_BUFFER_TYPE} {name}"), [
+            Instruction(
+                f"{resource} = load {RESOURCE_TYPE}, {CONSTANT_POINTER_TYPE} {pointer}, align 16{debug}"
+            ),
+            Instruction(f"{name} = addrspacecast {RESOURCE_TYPE} {resource} to {RUNTIME_BUFFER_TYPE}{debug}"),
+        ]
+
+    def _declare_runtime_global(self, variable: str) -> None:
+        """Declare the runtime's global `variable` now (validation parses the module before the helpers
+        are added) unless the module has it; a problem, once, when the module's is of another type."""
+        space = f"addrspace({CONSTANT_ADDRESS_SPACE})" if self.target.resource_globals else None
+        value_type = RESOURCE_TYPE if self.target.resource_globals else RUNTIME_BUFFER_TYPE
+        existing = self.module.globals.get(variable)
+        if existing is None:
+            words = ["external", *([space] if space else []), "global", value_type]
+            self.module.add_global(f"{global_name(variable)} = {' '.join(words)}")
             return
-        self._edit(call, [])
-        self.warnings.append(
-            f"{self._where(call)} has no buffer operand and the module no printf buffer node: "
-            "the call is removed"
-        )
+        definition = existing.definition
+        spaces = [word for word in definition.words if word.startswith("addrspace(")]
+        if (definition.kind, definition.value_type, spaces) != (
+            "global",
+            value_type,
+            [space] if space else [],
+        ):
+            wanted = f"a `{value_type}` global" + (f" in {space}" if space else "")
+            problem = f"{global_name(variable)} is `{existing.text}`; the runtime sets it as {wanted}"
+            if (None, problem) not in self.problems:
+                self.problems.append((None, problem))
+
+    @functools.cached_property
+    def _user_data(self) -> UserDataBuffers | str | None:
+        """Loading the printf buffer from LLPC's user-data node (amdpal), None without the node, or why
+        it cannot be used (a problem recorded once)."""
+        try:
+            found = find_printf_buffer_node(self.module)
+        except UserDataError as failure:
+            self.problems.append((None, str(failure)))
+            return str(failure)
+        return UserDataBuffers(found, self._helper_prefix) if found is not None else None
 
     def _where(self, call: _Call) -> str:
         """`file:line: call N to @lgc.debug.<kind> in function @f`, for a warning about the call."""
@@ -425,12 +536,19 @@ class _Lowering:
         return entries
 
     def _helper(
-        self, call: _Call, buffer_type: str, types: tuple[tuple[str, bool], ...], aggregated: bool
+        self,
+        call: _Call,
+        buffer_type: str,
+        types: tuple[tuple[str, bool], ...],
+        aggregated: bool,
+        kind: str | None = None,
     ) -> Helper | None:
-        """The helper for the call's kind, buffer type, argument types (each with whether it is
-        `signext`) and aggregation; None after recording each argument that cannot be passed."""
+        """The helper of `kind` (the call's by default) for the buffer type, argument types (each with
+        whether it is `signext`) and aggregation; None after recording each argument that cannot be
+        passed."""
+        kind = kind or call.kind
         outlined = call.function.name in self.outlined_functions
-        key = (call.kind, buffer_type, types, aggregated, outlined)
+        key = (kind, buffer_type, types, aggregated, outlined)
         helper = self.helpers.get(key)
         if helper is None:
             arguments = [classify(ir_type, sign_extended) for ir_type, sign_extended in types]
@@ -440,11 +558,9 @@ class _Lowering:
             self.problems += [(call, f"argument {position}: {reason}") for position, reason in reasons]
             if reasons:
                 return None
-            name = f"{self._helper_prefix}{call.kind}.{len(self.helpers)}"
+            name = f"{self._helper_prefix}{kind}.{len(self.helpers)}"
             classified = tuple(argument for argument in arguments if isinstance(argument, Argument))
-            helper = self.helpers[key] = Helper(
-                name, call.kind, buffer_type, classified, aggregated, outlined
-            )
+            helper = self.helpers[key] = Helper(name, kind, buffer_type, classified, aggregated, outlined)
         return helper
 
     def _header(self, string: str, helper: Helper) -> int | str:
@@ -528,6 +644,8 @@ class _Lowering:
         """amdpal: the format-string table and the others the module has, in its PAL metadata."""
         if not self.target.pal_metadata:
             return
+        if self.user_data is not None:
+            self.table.other_keys[USER_DATA_OFFSET_KEY] = self.user_data.found.user_data_offset
         extra = {
             **(self.validation.to_document() if self.validation is not None else {}),
             **(self.instrumentation.to_document() if self.instrumentation is not None else {}),
@@ -546,17 +664,23 @@ class _Lowering:
         for function in self.module.definitions():
             if function.name not in entries and _function_words(function, groups).isdisjoint(_NEVER_INLINED):
                 function.add_attribute("alwaysinline")
-        for helper in self.helpers.values():
-            parameters = ", ".join(
+        declarations = [
+            f"declare void {global_name(helper.name)}("
+            + ", ".join(
                 [helper.buffer_type, "i64", *(str(argument.ir_type) for argument in helper.arguments)]
             )
-            self.module.add_declaration(f"declare void {global_name(helper.name)}({parameters})")
+            + ")"
+            for helper in self.helpers.values()
+        ]
+        if self.user_data is not None:
+            declarations += self.user_data.declarations()
+        names = [self.module.add_declaration(declaration).name for declaration in declarations]
         module = parse_source(f"<{self._module_source()} inlined for validation>", str(self.module))
         self._inline(module)
         inlined = Module.parse(str(module))
-        for helper in self.helpers.values():
-            if helper.name in inlined.functions:
-                inlined.remove(inlined.functions[helper.name])
+        for name in names:
+            if name in inlined.functions:
+                inlined.remove(inlined.functions[name])
         return inlined
 
     def _instrument(self) -> None:
@@ -597,8 +721,8 @@ class _Lowering:
             define_helper(
                 built, helper, self.target, reserves[helper.buffer_type] if helper.aggregated else None
             )
-        if self.loads_runtime_buffer:
-            ir.GlobalVariable(built, parse_type(RUNTIME_BUFFER_TYPE), PRINTF_BUFFER_GLOBAL)
+        if self.user_data is not None:
+            self.user_data.define(built)
         return built
 
     def _finish(self, text: str) -> str:
@@ -674,6 +798,26 @@ def _without_buffer_operand(call: _Call) -> bool:
     return first.startswith("ptr") and first != RUNTIME_BUFFER_TYPE
 
 
+def _debug_attachment(call: _Call) -> str:
+    """`, !dbg !N` for an instruction replacing the call, when the call has a location."""
+    node = call.debug_node
+    return f", !dbg !{node}" if node is not None else ""
+
+
+def _message_dwords(operand: Operand) -> list[int | None] | str:
+    """The message dwords an `@lgc.abort.msg` operand holds: each a constant (`undef` and `poison` are
+    0, as any bytes will do there), or None when computed at run time; or why it holds none."""
+    parsed = parse_type(operand.type)
+    lanes = parsed.count if isinstance(parsed, ir.VectorType) else 1
+    element = parsed.element if isinstance(parsed, ir.VectorType) else parsed
+    if element != ir.IntType(32):
+        return f"type {operand.type}; @lgc.abort.msg takes i32 or vectors of i32, the message's dwords"
+    constants = constant_lanes(operand)
+    if constants is None:
+        return [None] * lanes
+    return [0 if lane in _UNDEFINED else int(lane) & 0xFFFFFFFF for lane in constants]
+
+
 def _argument_type(operand: Operand) -> tuple[str, bool]:
     """A variadic operand's IR type, and whether its attributes say `signext` (SPEC section 9: a narrow
     integer widens with its sign only then, as C promotes a signed `short`)."""
@@ -727,8 +871,9 @@ def _string_of(variable: GlobalVariable | None, name: str) -> tuple[str | None, 
 
 def _add_pal_table(module: Module, table: FormatTable, extra: dict) -> None:
     """Put `table` and the keys of `extra` in the module's `!amdgpu.pal.metadata.msgpack`, merged with the
-    documents already there."""
-    merged = FormatTable(table)
+    documents already there (their tables linked with it: one ID or table key with two values is an
+    error)."""
+    tables = [table]
     document: dict = {}
     named = module.named_metadata.get(PAL_METADATA)
     if named is not None:
@@ -737,12 +882,11 @@ def _add_pal_table(module: Module, table: FormatTable, extra: dict) -> None:
             if blob is None:
                 raise DprintfError(f"{PAL_METADATA[1:]} operand {reference} is not a metadata string")
             existing = unpack_document(blob)
-            for entry in FormatTable.from_document(existing):
-                merged.add(entry)
+            tables.append(FormatTable.from_document(existing))
             document = {**existing, **document}
         module.remove(named)
     node = max(module.metadata, default=-1) + 1
-    module.add_lines(pal_metadata_ir(merged.encode({**document, **extra}), node=node))
+    module.add_lines(pal_metadata_ir(link_tables(tables).encode({**document, **extra}), node=node))
 
 
 def _signed64(value: int) -> int:

@@ -29,7 +29,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numpy as np
 
-from .device import DeviceError, DeviceRun, EntryPoint, Image, Launch
+from .device import ABORT_IMAGE, DeviceError, DeviceRun, EntryPoint, Image, Launch
 from .device_worker import Job, WorkerDevice, runtime_globals_job, serve, whole_pages
 from .diagnostics import LoweringError
 from .ir.lexer import bare_name, global_references
@@ -86,10 +86,18 @@ class NvptxDevice(WorkerDevice):
         job = {
             "ptx": kernel_ptx(launch.ir, launch.entry, runtime_globals=names),
             "invocations": launch.invocations,
-            "printf_on_host": launch.entry.takes_abort_buffer,
+            "printf_on_host": _may_abort(launch),
             "globals": runtime_globals_job(launch),
         }
         return self.run_in_worker(job, images, launch.timeout)
+
+
+def _may_abort(launch: Launch) -> bool:
+    """Whether the code can reach the abort buffer: through the entry's parameter, or the global of
+    LLPC's `@lgc.abort.msg` (SPEC 9). Its printf output must then survive the loss of the context."""
+    return launch.entry.takes_abort_buffer or any(
+        item.image == ABORT_IMAGE for item in launch.runtime_globals
+    )
 
 
 def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME) -> str:

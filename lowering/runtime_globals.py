@@ -13,7 +13,13 @@ from collections.abc import Iterable
 import llvmlite.binding as llvm
 
 PRINTF_BUFFER_GLOBAL = "lgc.debug.printf.buffer"  # the printf buffer of LLPC's form without one (SPEC 9)
+ABORT_BUFFER_GLOBAL = "lgc.debug.abort.buffer"  # the abort buffer of LLPC's `@lgc.abort.msg` (SPEC 9)
 VALIDATION_SIZES_GLOBAL = "lgc.validation.buffer.sizes"  # the data buffers' sizes the checks read (SPEC 11)
+# Where a target's globals hold buffer resources (`Target.resource_globals`): the 128-bit descriptor a
+# fat pointer is made of, in the constant address space.
+RESOURCE_TYPE = "ptr addrspace(8)"
+CONSTANT_ADDRESS_SPACE = 4
+CONSTANT_POINTER_TYPE = f"ptr addrspace({CONSTANT_ADDRESS_SPACE})"
 INSTRUMENTATION_BUFFER_GLOBAL = "lgc.instrumentation.buffer"  # the block counters (SPEC 10)
 
 

@@ -36,15 +36,15 @@ class Target:
     bounds the stores. `pal_metadata` puts the table into `!amdgpu.pal.metadata.msgpack`.
     `aggregation` says where the lanes of a warp reserve their printf entries with one atomic add
     between them in the IR (`warp_aggregation`); aborts always reserve per invocation.
+    `resource_globals` makes a buffer the runtime puts in a module global (SPEC 9) a buffer resource
+    (`ptr addrspace(8)`, the 128-bit descriptor) in the constant address space (4), cast to a fat
+    pointer where it is loaded: LLVM's AMDGPU backend keeps no fat pointer in memory.
     `outlines_calls_above`, when set, keeps the calls of a function with more printf and abort calls
     than that as calls to `noinline` helpers: LLVM's AMDGPU backend takes time quadratic in the size
     of one function (SI Fix SGPR copies, straight-line strength reduction, the load/store vectorizer,
     the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs the device
     little next to a debug printf's stores. `sums_counts_per_warp`: instrumentation's block counts are
     summed over a warp's active lanes and added by one of them (SPEC 10).
-    `resource_address_space`, when set, is how a buffer pointer the runtime sets in a global is held
-    (AMDGPU's buffer resource, address space 8: a global cannot hold a fat pointer); code casts it to
-    the buffer's address space.
     """
 
     name: str
@@ -55,20 +55,13 @@ class Target:
     buffer_address_space: int | None = None
     aggregation: Aggregation = Aggregation.NEVER
     outlines_calls_above: int | None = None
+    resource_globals: bool = False
     sums_counts_per_warp: bool = False
-    resource_address_space: int | None = None
 
     @property
     def buffer_type(self) -> str:
         """The IR type of a buffer pointer in code lowered for this target."""
         return f"ptr addrspace({self.buffer_address_space or INPUT_BUFFER_ADDRESS_SPACE})"
-
-    @property
-    def runtime_buffer_type(self) -> str:
-        """The IR type of a buffer pointer that the runtime sets in a global."""
-        if self.resource_address_space is None:
-            return self.buffer_type
-        return f"ptr addrspace({self.resource_address_space})"
 
 
 TARGETS: dict[str, Target] = {
@@ -82,7 +75,7 @@ TARGETS: dict[str, Target] = {
             checks_capacity=False,
             pal_metadata=True,
             outlines_calls_above=OUTLINED_CALLS_THRESHOLD,
-            resource_address_space=8,
+            resource_globals=True,
         ),
         Target(
             "nvptx",

@@ -24,6 +24,7 @@ _EXPORTS = {
     "AbortMessage": "abort_buffer",
     "decode_abort_buffer": "abort_buffer",
     "parse_message_data": "abort_buffer",
+    "AbortMessageEntry": "abort_messages",
     "Issue": "buffer_region",
     "arm_metrics": "arm_instrumentation",
     "arm_values": "arm_instrumentation",

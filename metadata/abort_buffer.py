@@ -7,6 +7,9 @@ becomes an `AbortMessage` with its text and the payload `vkGetDeviceFaultDebugIn
 NUL-terminated UTF-8 format string, zero padding to 4 bytes, the packed arguments. `message_data`
 joins payloads into the `pMessageData` blob (`{uint64 size; payload}` pairs, each starting on an
 8-byte boundary) and `parse_message_data` reads one back, with the proposal's reader loop done right.
+A record of an LLPC abort message (`@lgc.abort.msg`, SPEC 9) carries only the message's dwords that are
+not constant: its payload is put back together with the table's constants, then formatted
+(`abort_messages`).
 
 Aborts are rare, so the framing steps one record at a time through the same record walk as printf
 (`record_walk`); it reports what is wrong as an `Issue` and raises only for a buffer shorter than its
@@ -23,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from .abort_messages import format_message, khr_payload, split_payload
 from .buffer_region import Issue, read_region
 from .cformat import format_values
 from .errors import BufferDecodeError
-from .format_catalog import DecodableFormat, FormatCatalog, FormatLookup
+from .format_catalog import Decodable, DecodableFormat, DecodableMessage, FormatCatalog, FormatLookup
 from .record_walk import RecordFields, RecordWalk
 from .wire import (
     ABORT_SIZE_DWORDS,
@@ -45,17 +49,32 @@ from .wire import (
 _MESSAGE_SIZE = struct.Struct("<Q")  # before each payload in pMessageData
 MIN_RECORD_DWORDS = record_dwords(ENTRY_HEADER_DWORDS)
 MAX_RECORD_DWORDS = record_dwords(MAX_ENTRY_DWORDS)
+__all__ = [
+    "AbortDecoding",
+    "AbortFraming",
+    "AbortMessage",
+    "decode_abort_buffer",
+    "khr_payload",
+    "message_data",
+    "parse_message_data",
+    "split_payload",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class AbortMessage:
-    """One abort: its record's dword offset after the header, ID, format string, values, text, KHR payload."""
+    """One abort: its record's dword offset after the header, ID, format string, values, text, KHR payload.
+
+    An LLPC abort message (SPEC 9) that cannot be formatted (its argument widths ambiguous, its string
+    not one) has `text` None, and `format` None when it has no string; its payload is whole all the
+    same, and an issue of the decoding says why.
+    """
 
     offset: int
     id: int
-    format: str
+    format: str | None
     values: tuple[Value, ...]
-    text: str
+    text: str | None
     payload: bytes
 
 
@@ -84,27 +103,6 @@ class AbortDecoding:
     def message_data(self) -> bytes:
         """The `pMessageData` blob of every message that was written, in buffer order."""
         return message_data(message.payload for message in self.messages)
-
-
-def khr_payload(format_string: str, arguments: bytes) -> bytes:
-    """A message in the proposal's layout: the UTF-8 string, NUL, zero padding to 4 bytes, the arguments."""
-    text = format_string.encode("utf-8") + b"\0"
-    return text + bytes(-len(text) % 4) + arguments
-
-
-def split_payload(payload: bytes) -> tuple[str, bytes]:
-    """The format string and packed argument bytes of a KHR payload; BufferDecodeError if it is not one."""
-    end = payload.find(b"\0")
-    if end < 0:
-        raise BufferDecodeError(
-            f"abort payload of {len(payload)} byte(s) has no NUL-terminated format string"
-        )
-    try:
-        text = payload[:end].decode("utf-8")
-    except UnicodeDecodeError as failure:
-        raise BufferDecodeError(f"abort payload format string is not UTF-8: {failure}") from None
-    start = end + 1 + (-(end + 1) % 4)
-    return text, payload[start:]
 
 
 def message_data(payloads: Iterable[bytes]) -> bytes:
@@ -145,7 +143,7 @@ def decode_abort_buffer(data: Any, table: FormatLookup, capacity: int | None = N
     BufferDecodeError only when the dump is shorter than its header or `capacity` is negative.
     """
     region = read_region(data, capacity, "abort")
-    catalog = FormatCatalog(table)
+    catalog = FormatCatalog(table, messages=True)
     framing = AbortFraming()
     walk = RecordWalk(region, catalog, framing)
     walk.run()
@@ -167,7 +165,9 @@ def _record_count_bounds(lost: int, catalog: FormatCatalog) -> tuple[int, int]:
     (exact when they are all one size), or by the smallest and largest records there can be."""
     if lost == 0:
         return 0, 0
-    sizes = {abort_record_dwords(found.layout) for found in catalog.formats} or {
+    sizes = {abort_record_dwords(found.layout) for found in catalog.formats} | {
+        record_dwords(found.dwords) for found in catalog.message_entries
+    } or {
         MIN_RECORD_DWORDS,
         MAX_RECORD_DWORDS,
     }
@@ -225,8 +225,12 @@ class AbortFraming:
             walk.report(position, f"abort message not decoded: {why}")
         return position + fields.dwords
 
-    def decoded(self, walk: RecordWalk, position: int, found: DecodableFormat) -> None:
-        entry = walk.words[position + ABORT_SIZE_DWORDS : position + ABORT_SIZE_DWORDS + found.dwords]
+    def decoded(self, walk: RecordWalk, position: int, found: Decodable) -> None:
+        start = position + ABORT_SIZE_DWORDS
+        entry = walk.words[start : start + found.dwords]
+        if isinstance(found, DecodableMessage):
+            self._message(walk, position, found, entry)
+            return
         values = row_values(argument_columns(found.layout, entry.reshape(1, -1).copy()), 0, 1)[0]
         self.messages.append(
             AbortMessage(
@@ -239,6 +243,24 @@ class AbortFraming:
             )
         )
 
+    def _message(self, walk: RecordWalk, position: int, found: DecodableMessage, entry: np.ndarray) -> None:
+        """An LLPC abort message: its payload rebuilt from the constants and the record's dwords, then
+        formatted; one that cannot be is kept unformatted, with an issue saying why."""
+        payload = found.entry.payload(entry[ENTRY_HEADER_DWORDS:].tolist())
+        formatted = format_message(payload)
+        if isinstance(formatted, str):
+            walk.report(position, f"{found.describe()} not formatted: {formatted}")
+            try:
+                string: str | None = split_payload(payload)[0]
+            except BufferDecodeError:
+                string = None
+            message = AbortMessage(position, found.entry.index, string, (), None, payload)
+        else:
+            message = AbortMessage(
+                position, found.entry.index, formatted.format, formatted.values, formatted.text, payload
+            )
+        self.messages.append(message)
+
     def next_record(self, walk: RecordWalk, start: int) -> int:
         """The next 8-byte aligned record of a known format with its size, from `start` on."""
         start += start % RECORD_ALIGNMENT_DWORDS
@@ -250,7 +272,7 @@ class AbortFraming:
             size, index = split_entry_header(header)
             found = walk.catalog.lookup(index)
             if (
-                isinstance(found, DecodableFormat)
+                isinstance(found, (DecodableFormat, DecodableMessage))
                 and size == found.dwords
                 and payload_bytes == 4 * size
                 and record_dwords(size) <= walk.end - position

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import wire
+from .abort_messages import AbortMessageEntry
+from .layout import ArgType
 from .table import FormatEntry
 from .wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
 
@@ -27,6 +29,13 @@ def printf_entry(entry: FormatEntry, values: Sequence[Any]) -> bytes:
 def abort_record(entry: FormatEntry, values: Sequence[Any]) -> bytes:
     """One abort record: the 8-byte payloadBytes, the entry, zero padding to 8 bytes."""
     return wire.abort_record(entry.index, entry.layout, values)
+
+
+def message_record(entry: AbortMessageEntry, variable: Sequence[int]) -> bytes:
+    """The abort record of an LLPC abort message (SPEC 9): its entry carries the `variable` dwords, the
+    message's dwords that are not constant, in order."""
+    layout = (ArgType("i", 32),) * entry.variable_dwords
+    return wire.abort_record(entry.index, layout, variable)
 
 
 def build_buffer(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .elf_notes import read_table
 from .errors import LinkError
-from .table import TABLE_KEY, FormatEntry, FormatTable, collision_message
+from .table import TABLE_KEY, FormatTable, TableEntry, collision_message
 
 
 def link_tables(tables: Iterable[FormatTable]) -> FormatTable:
@@ -45,9 +45,9 @@ def _keep_the_rest(union: FormatTable, table: FormatTable) -> list[str]:
 class Collision:
     """Two entries with one ID, and where each came from; the first is the one kept."""
 
-    kept: FormatEntry
+    kept: TableEntry
     kept_source: str
-    ignored: FormatEntry
+    ignored: TableEntry
     ignored_source: str
 
     def __str__(self) -> str:
@@ -92,7 +92,7 @@ class FormatRegistry:
         """Load the table of an ELF file; ElfError or TableError naming `source` when it is unreadable."""
         return self.load(read_table(elf, source=source), source)
 
-    def lookup(self, index: int) -> FormatEntry | None:
+    def lookup(self, index: int) -> TableEntry | None:
         return self.table.get(index)
 
     get = lookup
@@ -104,7 +104,7 @@ class FormatRegistry:
     def __contains__(self, index: object) -> bool:
         return index in self.table
 
-    def __iter__(self) -> Iterator[FormatEntry]:
+    def __iter__(self) -> Iterator[TableEntry]:
         return iter(self.table)
 
     def __len__(self) -> int:

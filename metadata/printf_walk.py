@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .format_catalog import DecodableFormat, FormatCatalog
+from .format_catalog import Decodable, DecodableFormat, FormatCatalog
 from .record_walk import RecordFields, RecordWalk
 from .wire import DWORD, ENTRY_SIZE_BITS, ENTRY_SIZE_MASK, MAX_ENTRY_DWORDS, split_entry_header
 
@@ -150,7 +150,8 @@ class PrintfFraming:
         skipped[2] += count * fields.size
         return position + count * fields.size
 
-    def decoded(self, walk: RecordWalk, position: int, found: DecodableFormat) -> None:
+    def decoded(self, walk: RecordWalk, position: int, found: Decodable) -> None:
+        assert isinstance(found, DecodableFormat)  # a printf catalog resolves no abort messages
         self._single_starts.append(position)
         self._single_numbers.append(found.number)
 

@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from .buffer_region import BufferRegion, Issue
-from .format_catalog import DecodableFormat, FormatCatalog
+from .format_catalog import Decodable, FormatCatalog
 from .wire import ENTRY_HEADER_DWORDS
 
 
@@ -37,7 +37,7 @@ class RecordFields:
 class Framing(Protocol):
     """How one kind of record is framed and what becomes of it; see the module docstring."""
 
-    noun: str  # what `DecodableFormat.fit` calls a record: "entry", "abort"
+    noun: str  # what `Decodable.fit` calls a record: "entry", "abort"
     zero_record: str  # what a record that reads as never written is called in an issue
 
     def fields(self, walk: RecordWalk, position: int) -> RecordFields: ...
@@ -55,7 +55,7 @@ class Framing(Protocol):
         its ID is unknown); the position to go on at."""
         ...
 
-    def decoded(self, walk: RecordWalk, position: int, found: DecodableFormat) -> None: ...
+    def decoded(self, walk: RecordWalk, position: int, found: Decodable) -> None: ...
 
     def next_record(self, walk: RecordWalk, start: int) -> int:
         """The first position from `start` on that holds a plausible record; `walk.end` if none."""
@@ -106,7 +106,7 @@ class RecordWalk:
         if not framing.complete(self, position, fields):
             return position + fields.dwords
         found = self.catalog.lookup(fields.index)
-        if not isinstance(found, DecodableFormat):
+        if found is None or isinstance(found, str):
             return framing.unknown(self, position, fields, found)
         decoded, problem = found.fit(fields.size, framing.noun)
         if problem is not None:

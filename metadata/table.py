@@ -1,13 +1,16 @@
 """The `amdpal.format_strings` table (SPEC sections 6 and 9) and its msgpack form.
 
-A `FormatTable` maps 48-bit IDs to `FormatEntry`s. It encodes to, and decodes from, the msgpack
+A `FormatTable` maps 48-bit IDs to entries. It encodes to, and decodes from, the msgpack
 document whose top-level map holds `amdpal.format_strings` next to whatever else PAL metadata holds.
 
+An entry is a format string's (`FormatEntry`) or, with `.is_abort_message`, an abort message's of LLPC's
+`@lgc.abort.msg` (`abort_messages.AbortMessageEntry`, SPEC 9): one ID means one entry of either kind.
+
 Tables from other writers (LLPC, SPEC section 9) may carry keys this project does not use, in the table
-(`.user_data_offset`) or in an entry, and entries it cannot use (an abort message without `.string`).
-Reading keeps all of it: other keys go back out when the table is encoded, and an entry that cannot be
-used is kept as it was (`unusable`) with a warning naming it (`warnings`), never a reason to reject the
-table. Only a table whose shape is wrong (not a map, another version, no `.strings` array) is an error.
+(`.user_data_offset`) or in an entry, and entries it cannot use. Reading keeps all of it: other keys go
+back out when the table is encoded, and an entry that cannot be used is kept as it was (`unusable`)
+with a warning naming it (`warnings`), never a reason to reject the table. Only a table whose shape is
+wrong (not a map, another version, no `.strings` array) is an error.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 import msgpack
 
+from .abort_messages import AbortMessageEntry, is_abort_message_row
 from .errors import FormatStringError, LinkError, TableError
 from .formats import C_DIALECT, DIALECTS, FormatString, parse_format
 from .ids import format_string_id
@@ -84,6 +88,9 @@ class FormatEntry:
         }
 
 
+TableEntry = FormatEntry | AbortMessageEntry
+
+
 class FormatTable:
     """Entries keyed by ID; iteration is in ID order, so encoding is deterministic.
 
@@ -91,15 +98,15 @@ class FormatTable:
     `.strings` that are no entry this project can use, as read; `warnings` say why each is unusable.
     """
 
-    def __init__(self, entries: Iterable[FormatEntry] = ()) -> None:
-        self._entries: dict[int, FormatEntry] = {}
+    def __init__(self, entries: Iterable[TableEntry] = ()) -> None:
+        self._entries: dict[int, TableEntry] = {}
         self.other_keys: dict[Any, Any] = {}
         self.unusable: list[Any] = []
         self.warnings: list[str] = []
         for entry in entries:
             self.add(entry)
 
-    def add(self, entry: FormatEntry) -> None:
+    def add(self, entry: TableEntry) -> None:
         """Add `entry`; the same entry again is a no-op, another entry with its ID is a LinkError."""
         known = self._entries.get(entry.index)
         if known is None:
@@ -107,16 +114,16 @@ class FormatTable:
         elif known != entry:
             raise LinkError(collision_message(known, entry))
 
-    def get(self, index: int) -> FormatEntry | None:
+    def get(self, index: int) -> TableEntry | None:
         return self._entries.get(index)
 
-    def __getitem__(self, index: int) -> FormatEntry:
+    def __getitem__(self, index: int) -> TableEntry:
         return self._entries[index]
 
     def __contains__(self, index: object) -> bool:
         return index in self._entries
 
-    def __iter__(self) -> Iterator[FormatEntry]:
+    def __iter__(self) -> Iterator[TableEntry]:
         return iter(sorted(self._entries.values(), key=lambda entry: entry.index))
 
     def __len__(self) -> int:
@@ -177,7 +184,12 @@ class FormatTable:
         for position, row in enumerate(strings):
             where = f"{TABLE_KEY}{STRINGS_KEY}[{position}]"
             try:
-                result.add(_entry_from_map(row, where))
+                entry = (
+                    AbortMessageEntry.from_map(row, where)
+                    if is_abort_message_row(row)
+                    else _entry_from_map(row, where)
+                )
+                result.add(entry)
             except TableError as error:
                 result.warnings.append(f"{error}: kept as it is, not used")
                 result.keep(row)
@@ -187,11 +199,15 @@ class FormatTable:
         return result
 
 
-def collision_message(first: FormatEntry, second: FormatEntry) -> str:
-    return (
-        f"format string ID {first.index:#014x} collides: {first.string!r} "
-        f"({first.argument_count} argument(s)) and {second.string!r} ({second.argument_count} argument(s))"
-    )
+def collision_message(first: TableEntry, second: TableEntry) -> str:
+    return f"format string ID {first.index:#014x} collides: {describe(first)} and {describe(second)}"
+
+
+def describe(entry: TableEntry) -> str:
+    """An entry in a message: its string and argument count, or what its abort message is."""
+    if isinstance(entry, AbortMessageEntry):
+        return entry.describe()
+    return f"{entry.string!r} ({entry.argument_count} argument(s))"
 
 
 def unpack_document(blob: bytes) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import numpy as np
 from .ids import format_string_id
 from .layout import parse_layout, sixty_four_bit_mask
 from .printf_buffer import PrintfDecoding
-from .table import FormatEntry, FormatTable
+from .table import FormatEntry, FormatTable, TableEntry
 from .wire import entry_dwords
 
 if TYPE_CHECKING:  # the registry brings pyelftools, which a run that links nothing does not need
@@ -167,11 +167,11 @@ class CombinedLookup:
         self.table = table
         self.sites = {site.index: site.entry for site in validation.sites}
 
-    def __iter__(self) -> Iterator[FormatEntry]:
+    def __iter__(self) -> Iterator[TableEntry]:
         yield from self.table
         yield from self.sites.values()
 
-    def get(self, index: int) -> FormatEntry | None:
+    def get(self, index: int) -> TableEntry | None:
         found = self.sites.get(index)
         return found if found is not None else self.table.get(index)
 

@@ -1,16 +1,19 @@
 """Tables from other writers (SPEC section 9): LLPC's keys (`.user_data_offset`, abort-message entries
-without `.string`) and keys nobody here knows are read by `inspect`, `decode` and `link`, kept whole, and an
-entry that cannot be used is one warning naming it, never a rejected table."""
+without `.string`) and keys nobody here knows are read by `inspect`, `decode` and `link`, kept whole; the
+abort-message entries are used to decode the records of `@lgc.abort.msg`, and an entry that cannot be used
+is one warning naming it, never a rejected table."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import msgpack
 import pytest
 
-from metadata.buffer_builder import build_printf_buffer
+from metadata.abort_messages import AbortMessageEntry
+from metadata.buffer_builder import build_buffer, build_printf_buffer, message_record
 from metadata.elf_notes import note_only_elf, read_table
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
@@ -25,15 +28,17 @@ ABORT_ROW = {
     ".constant_status": [5],
     ".constants": [0x74736554, 0x3A],
 }
-UNUSABLE = "amdpal.format_strings.strings[1] has no .string: kept as it is, not used"
+MALFORMED_ROW = {".index": 0x303A, ".is_abort_message": 1, ".data_count": 1, ".constant_status": [1]}
+UNUSABLE = "amdpal.format_strings.strings[2] has no .constants: kept as it is, not used"
 
 
 def llpc_document(user_data_offset: int = 0) -> dict:
-    """LINE with a key of its own, LLPC's abort row, and `.user_data_offset` beside `.strings`."""
+    """LINE with a key of its own, LLPC's abort row, a malformed abort row, and `.user_data_offset`
+    beside `.strings`."""
     document = msgpack.unpackb(FormatTable([LINE]).encode(), strict_map_key=False)
     table = document["amdpal.format_strings"]
     table[".strings"][0][".writer_note"] = "kept"
-    table[".strings"].append(ABORT_ROW)
+    table[".strings"] += [ABORT_ROW, MALFORMED_ROW]
     table[".user_data_offset"] = user_data_offset
     return document
 
@@ -57,16 +62,20 @@ def test_inspect_shows_every_key_and_warns_about_the_unusable_entry(llpc_elf):
         "amdpal.format_strings:\n"
         "  .version: 1\n"
         "  .strings:\n"
+        "    - .index: 0x000000003039\n"
+        "      .is_abort_message: 1\n"
+        "      .data_count: 3\n"
+        "      .constant_status: [0x5]\n"
+        "      .constants: [0x74736554, 0x0000003a]\n"
         f"    - .index: {LINE.index:#014x}\n"
         '      .string: "Test: %u\\n"\n'
         "      .argument_count: 1\n"
         "      .64bit_arguments: [0x0]\n"
         '      .writer_note: "kept"\n'
-        "    - .index: 0x000000003039\n"
+        "    - .index: 0x00000000303a\n"
         "      .is_abort_message: 1\n"
-        "      .data_count: 3\n"
-        "      .constant_status: [5]\n"
-        "      .constants: [1953719636, 58]\n"
+        "      .data_count: 1\n"
+        "      .constant_status: [0x1]\n"
         "  .user_data_offset: 0\n"
     )
 
@@ -79,14 +88,33 @@ def test_decode_uses_the_usable_entries_and_warns_once(llpc_elf, tmp_path):
     assert done.stderr == f"warning: {llpc_elf}: {UNUSABLE}\n"
 
 
+def test_decode_rebuilds_llpc_abort_messages_from_the_entry(llpc_elf, tmp_path):
+    """LLPC's entry: dwords 0 and 2 constant ("Test", ":\\0\\0\\0"), dword 1 written by the device."""
+    entry = AbortMessageEntry.from_map(ABORT_ROW, "row")
+    dump, aborts = tmp_path / "printf.bin", tmp_path / "abort.bin"
+    dump.write_bytes(build_printf_buffer([]))
+    aborts.write_bytes(build_buffer([message_record(entry, [int.from_bytes(b" ok ", "little")])]))
+    done = dprintf("decode", str(dump), "--abort-buffer", str(aborts), "--elf", str(llpc_elf), "--json")
+    assert done.returncode == 3
+    (message,) = json.loads(done.stdout)["abort"]["messages"]
+    assert (message["text"], message["format"], message["id"]) == ("Test ok :", "Test ok :", 0x3039)
+    assert bytes.fromhex(message["payload"]) == b"Test ok :\0\0\0"
+    text = dprintf("decode", str(dump), "--abort-buffer", str(aborts), "--elf", str(llpc_elf))
+    assert text.stderr.splitlines() == [
+        f"warning: {llpc_elf}: {UNUSABLE}",
+        "error: device lost: shader abort: Test ok :",
+    ]
+
+
 def test_link_keeps_the_other_writers_keys_and_rows(llpc_elf, tmp_path):
     other, linked = tmp_path / "other.elf", tmp_path / "linked.elf"
     other.write_bytes(note_only_elf(FormatTable([OTHER]).encode()))
     done = dprintf("link", str(llpc_elf), str(other), "-o", str(linked))
     assert (done.returncode, done.stderr) == (0, f"warning: {llpc_elf}: {UNUSABLE}\n")
     table = read_table(linked.read_bytes())
-    assert sorted(entry.index for entry in table) == sorted([LINE.index, OTHER.index])
-    assert table.unusable == [ABORT_ROW] and table.other_keys == {".user_data_offset": 0}
+    assert sorted(entry.index for entry in table) == sorted([LINE.index, OTHER.index, 0x3039])
+    assert table.get(0x3039).to_map() == ABORT_ROW
+    assert table.unusable == [MALFORMED_ROW] and table.other_keys == {".user_data_offset": 0}
     assert table.get(LINE.index).to_map()[".writer_note"] == "kept"
     notes = subprocess.run(
         ["llvm-readelf-14", "--notes", str(linked)], capture_output=True, text=True, check=True
@@ -108,4 +136,9 @@ def test_link_refuses_two_values_of_one_table_key(llpc_elf, tmp_path):
 def test_a_foreign_table_encodes_back_to_what_was_read():
     table = FormatTable.from_document(llpc_document())
     assert FormatTable.decode(table.encode()) == table
-    assert table.to_map() == llpc_document()["amdpal.format_strings"]
+    written, read = table.to_map(), llpc_document()["amdpal.format_strings"]
+    assert _by_index(written.pop(".strings")) == _by_index(read.pop(".strings")) and written == read
+
+
+def _by_index(rows: list) -> list:
+    return sorted(rows, key=lambda row: row[".index"])

@@ -1,7 +1,8 @@
 """LLPC's printf form (SPEC section 9): `call void (...) @lgc.debug.printf(ptr @str, ...)`, no buffer
 operand, the format string in any address space, mixed with the buffer-operand form. On cpu and nvptx
 the buffer is the one the runtime puts in `@lgc.debug.printf.buffer`; on amdpal, without LLPC's
-user-data node, the calls are removed with a warning, and with it the module is refused (not done yet)."""
+user-data node, the calls are removed with a warning, and with it they load the buffer from user data
+(tests/test_llpc_user_data.py), which a function without the user data parameters cannot."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def test_amdpal_removes_the_calls_with_a_warning_without_the_user_data_node(tmp_
     assert inspect.stdout.count(".string:") == 1 and '"classic %u\\n"' in inspect.stdout
 
 
-def test_amdpal_with_the_user_data_node_is_refused_not_silently_dropped(tmp_path):
+def test_amdpal_with_the_user_data_node_needs_the_user_data_not_silently_dropped(tmp_path):
     module, elf = tmp_path / "llpc.ll", tmp_path / "llpc.o"
     module.write_text(STRINGS + BODY + USER_DATA_NODES)
     done = subprocess.run(
@@ -87,8 +88,10 @@ def test_amdpal_with_the_user_data_node_is_refused_not_silently_dropped(tmp_path
     )
     assert done.returncode == 1 and not elf.exists()
     assert done.stderr.splitlines()[0] == (
-        f"error: {module}:7: call 1 to @lgc.debug.printf in function @main: the printf buffer's user-data "
-        "node (set -16, binding 6) is not supported for amdpal yet"
+        f"error: {module}:7: call 1 to @lgc.debug.printf in function @main: the printf buffer's node "
+        "lgc.user.data.nodes node 2 (DescriptorBuffer, offset 0, 4 dword(s), set 0xfffffff0, binding 6) "
+        "needs user data dword 0, and @main has no `i32 inreg %userdata0` parameter (nor an `i32 inreg "
+        "%spillTable` to load it from)"
     )
 
 

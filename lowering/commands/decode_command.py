@@ -165,6 +165,12 @@ def report_printf(printf: PrintfDecoding) -> None:
 def report_aborts(aborts: AbortDecoding) -> None:
     """Each abort message as an error, then what did not fit or could not be decoded."""
     for message in aborts.messages:
+        if message.text is None:
+            error(
+                f"device lost: shader abort: a message not formatted (ID {message.id:#014x}, see the warning "
+                f"below), payload {message.payload.hex()}"
+            )
+            continue
         text = message.text[:-1] if message.text.endswith("\n") else message.text
         error(f"device lost: shader abort: {text}")
     if aborts.device_lost and not aborts.messages:

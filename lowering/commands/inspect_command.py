@@ -12,12 +12,13 @@ import base64
 import json
 from typing import Any
 
+from metadata.abort_messages import CONSTANT_STATUS_KEY, CONSTANTS_KEY
 from metadata.elf_notes import find_metadata_note
 from metadata.table import INDEX_KEY, MASK_KEY, TABLE_KEY, FormatTable
 
 from . import EXIT_OK, read_bytes, warn, write_output
 
-_HEX_FORMATS = {INDEX_KEY: "#014x", MASK_KEY: "#x"}
+_HEX_FORMATS = {INDEX_KEY: "#014x", MASK_KEY: "#x", CONSTANT_STATUS_KEY: "#x", CONSTANTS_KEY: "#010x"}
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
@@ -28,7 +29,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render_text(table: FormatTable) -> str:
-    """The table as YAML: IDs (12 digits) and 64-bit masks in hexadecimal, strings quoted and escaped."""
+    """The table as YAML: IDs (12 digits), 64-bit masks and an abort message's constant dwords in
+    hexadecimal, strings quoted and escaped."""
     lines = [f"{TABLE_KEY}:"]
     _emit(table.to_map(), "  ", lines)
     return "\n".join(lines) + "\n"

@@ -10,8 +10,10 @@ import functools
 import re
 from dataclasses import dataclass
 
+import llvmlite.ir as ir
+
 from .lexer import OPENERS, Token, closing, split_list, text_of, tokenize
-from .types import type_end
+from .types import parse_type, type_end
 
 # Words that start a value rather than name an attribute: constants and constant-expression opcodes.
 _CONSTANT_WORDS = frozenset(
@@ -30,6 +32,7 @@ _SIMPLE_OPERAND = re.compile(
     r"([@%][-\w$.]+|-?\d+|true|false|null|undef|poison|zeroinitializer)"
 )
 _CASTS = frozenset("addrspacecast bitcast ptrtoint inttoptr trunc zext sext fptrunc fpext".split())
+_WHOLE_CONSTANTS = frozenset({"zeroinitializer", "undef", "poison"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,3 +140,38 @@ class ConstantExpression:
                 operands[-1] = text_of(tokens, start, to)
                 result_type = text_of(tokens, to + 1, end)
         return cls(opcode, flags, tuple(operands), result_type)
+
+
+def constant_lanes(operand: Operand) -> list[str] | None:
+    """The lanes of an integer or integer-vector constant as written, one a scalar: `i32 7` gives
+    `['7']`, `<2 x i32> <i32 1, i32 undef>` `['1', 'undef']`; `zeroinitializer` reads as `0` in every
+    lane, `undef`, `poison` and `splat (i32 N)` as their value in every lane. None when the operand is
+    no such constant (an instruction's result, a constant expression, a lane of one)."""
+    parsed = parse_type(operand.type)
+    lanes = parsed.count if isinstance(parsed, ir.VectorType) else 1
+    element = parsed.element if isinstance(parsed, ir.VectorType) else parsed
+    if not isinstance(element, ir.IntType):
+        return None
+    value = operand.value
+    if value in _WHOLE_CONSTANTS:
+        return ["0" if value == "zeroinitializer" else value] * lanes
+    if lanes == 1:
+        return [value] if _is_integer_constant(value) else None
+    tokens = tokenize(value)
+    if len(tokens) > 2 and tokens[0][1] == "splat" and tokens[1][1] == "(":
+        lane = Operand.from_tokens(tokens, 2, closing(tokens, 1))
+        return [lane.value] * lanes if _is_lane(lane.value) else None
+    if not tokens or tokens[0][1] != "<" or closing(tokens, 0) != len(tokens) - 1:
+        return None
+    values = [
+        Operand.from_tokens(tokens, start, end).value for start, end in split_list(tokens, 1, len(tokens) - 1)
+    ]
+    return values if len(values) == lanes and all(map(_is_lane, values)) else None
+
+
+def _is_integer_constant(value: str) -> bool:
+    return value.removeprefix("-").isdigit()
+
+
+def _is_lane(value: str) -> bool:
+    return _is_integer_constant(value) or value in ("undef", "poison")

@@ -26,16 +26,19 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from lowering.harness import run_sources
-from lowering.lowering_pass import Source
+from lowering.lowering_pass import Source, lower_sources
+from metadata.instrumentation import read_counters
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "benchmarks")]
 STEPS = 64
 KERNEL_IR = f"""
 define void @main(ptr addrspace(7) %printf, ptr addrspace(7) %abort, i32 %id, ptr addrspace(7) %out) {{
@@ -191,16 +194,190 @@ def cpu_ratios(log2: int, repeat: int) -> list[str]:
     return lines
 
 
+CUDA_PROGRAM = (
+    "#include <cstdio>\n#include <cstdlib>\n"
+    + KERNEL_C.replace(
+        "static void kernel(unsigned id, float *out) {", "__device__ void kernel(unsigned id, float *out) {"
+    )
+    + r"""
+__global__ void loop(float *out, unsigned n) {
+    unsigned id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id < n) kernel(id, out);
+}
+int main(int argc, char **argv) {
+    unsigned n = 1u << atoi(argv[1]);
+    int repeats = atoi(argv[2]);
+    float *out;
+    cudaMalloc(&out, n * 4ull);
+    cudaEvent_t start, end; cudaEventCreate(&start); cudaEventCreate(&end);
+    float best = 1e30f;
+    for (int r = 0; r < repeats; r++) {
+        cudaEventRecord(start);
+        loop<<<(n + 255) / 256, 256>>>(out, n);
+        cudaEventRecord(end); cudaEventSynchronize(end);
+        float ms; cudaEventElapsedTime(&ms, start, end);
+        if (ms < best) best = ms;
+    }
+    printf("loop %.4f\n", best);
+    return 0;
+}
+"""
+)
+
+
+def gpu_ratios(log2: int) -> list[str]:
+    """(a): the kernel's time instrumented and not, in one CuPy context, medians of interleaved batches."""
+    import cupy
+    from cupy_kernel import CudaKernel
+
+    from lowering.device import EntryPoint
+    from lowering.nvptx_device import kernel_ptx, ptx_name
+    from lowering.runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL
+
+    invocations = 1 << log2
+    printf = cupy.zeros(1 << 16, dtype=cupy.uint32)
+    printf[2] = printf.size - 4  # reserved0: the capacity in dwords
+    abort = cupy.zeros(1 << 16, dtype=cupy.uint32)
+    abort[2] = abort.size - 4
+    out = cupy.zeros(invocations, dtype=cupy.float32)
+    runs = {}
+    for instrument in (False, True):
+        lowered = lower_sources([Source("loop.ll", KERNEL_IR)], "nvptx", instrument=instrument)
+        kernel = CudaKernel(
+            kernel_ptx(
+                lowered.ir, EntryPoint("main", True, 1), runtime_globals=[INSTRUMENTATION_BUFFER_GLOBAL]
+            )
+        )
+        if instrument:
+            assert lowered.instrumentation is not None
+            table = lowered.instrumentation
+            counters = cupy.asarray(memoryview(table.initial_buffer()), dtype=cupy.uint8)
+            kernel.set_global(
+                ptx_name(INSTRUMENTATION_BUFFER_GLOBAL), counters.data.ptr.to_bytes(8, "little")
+            )
+        runs[instrument] = lambda kernel=kernel: kernel.launch(
+            printf.data.ptr, abort.data.ptr, invocations, data=(out.data.ptr,)
+        )
+    for run in runs.values():
+        run()
+    cupy.cuda.runtime.deviceSynchronize()
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(40):
+        for instrument, run in runs.items():
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            for _ in range(10):
+                run()
+            end.record()
+            end.synchronize()
+            times[instrument].append(cupy.cuda.get_elapsed_time(start, end) / 10)
+    launches = 1 + 40 * 10
+    counts = read_counters(counters.get().tobytes(), table)
+    loop = next(index for index, block in enumerate(table.blocks) if block.block == "loop")
+    assert counts[loop] == STEPS * invocations * launches, (counts[loop], STEPS * invocations * launches)
+    plain, counted = statistics.median(times[False]), statistics.median(times[True])
+    return [
+        f"(a) GPU, 2^{log2} invocations of {STEPS} iterations: uninstrumented {plain:.4f} ms, "
+        f"instrumented {counted:.4f} ms, ratio {counted / plain:.3f} (counts exact over {launches} launches)"
+    ]
+
+
+def ncu_ratios(log2: int, directory: Path) -> list[str]:
+    """(b): the same kernel in CUDA C, timed by its own events and as a program, plain and under ncu's
+    instruction-level source counters."""
+    source, binary = directory / "loop.cu", directory / "loop"
+    source.write_text(CUDA_PROGRAM)
+    subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-o", str(binary), str(source)], check=True)
+
+    def timed(prefix: list[str], repeats: int) -> tuple[float, float, str]:
+        started = time.monotonic()
+        done = subprocess.run([*prefix, str(binary), str(log2), str(repeats)], capture_output=True, text=True)
+        wall = time.monotonic() - started
+        found = [line.split() for line in done.stdout.splitlines() if line.startswith("loop ")]
+        if done.returncode or not found:
+            return float("nan"), wall, (done.stdout + done.stderr)[-400:]
+        return float(found[-1][1]), wall, ""
+
+    repeats = 5
+    plain, plain_wall, _ = timed([], repeats)
+    ncu = ["ncu", "--section", "SourceCounters", "--target-processes", "all"]
+    counted, counted_wall, failure = timed(ncu, repeats)
+    if failure:
+        return [f"(b) CUDA C under ncu --section SourceCounters failed: {failure}"]
+    return [
+        f"(b) CUDA C, {repeats} launches: kernel {plain:.4f} ms plain, {counted:.4f} ms under "
+        f"ncu --section SourceCounters (ratio {counted / plain:.1f}); the program {plain_wall:.2f} s plain, "
+        f"{counted_wall:.2f} s under ncu (ratio {counted_wall / plain_wall:.1f})"
+    ]
+
+
+def exact_counts(log2: int, seeds: range) -> list[str]:
+    """(c): the sample and generated shaders at 2^log2 invocations on the nvptx device, every block's
+    count against the oracle."""
+    from instrumented_programs import Program
+
+    invocations = 1 << log2
+    lines = []
+    sample = (ROOT / "samples" / "profile.ll").read_text()
+    result = run_sources(
+        [Source("profile.ll", sample)], device="nvptx", invocations=invocations, instrument=True
+    )
+    assert result.profile is not None
+    blocks = result.profile.table.blocks
+    counted = dict(zip(((b.function, b.block) for b in blocks), result.profile.counts, strict=True))
+    ids = range(invocations)
+    expected = {
+        ("main", "loop"): sum(id_ % 8 for id_ in range(8)) * (invocations // 8),
+        ("main", "shade"): len(range(0, invocations, 3)),
+        ("falloff", "entry"): len(range(0, invocations, 3)),
+        ("main", "print"): len(range(5, invocations, 16)),
+        ("main", "done"): len(ids),
+    }
+    assert all(counted[key] == value for key, value in expected.items()), (counted, expected)
+    lines.append(f"(c) nvptx, 2^{log2} invocations of samples/profile.ll: exact, {expected}")
+    for seed in seeds:
+        program = Program(seed, depth=2)
+        started = time.monotonic()
+        result = run_sources(
+            [Source(f"generated{seed}.ll", program.ir())],
+            device="nvptx",
+            invocations=invocations,
+            instrument=True,
+        )
+        assert result.profile is not None and not result.device_lost, result.loss
+        expected_blocks, _ = program.expected_at_scale(invocations)
+        counted = {
+            (block.function, block.block.lstrip("%")): count
+            for block, count in zip(result.profile.table.blocks, result.profile.counts, strict=True)
+        }
+        wrong = {
+            label: (counted.get(label), expected_blocks[label])
+            for label in program.labels()
+            if counted.get(label) != expected_blocks[label]
+        }
+        assert not wrong, wrong
+        lines.append(
+            f"(c) nvptx, 2^{log2} invocations of generated shader {seed}: {len(program.labels())} blocks "
+            f"exact ({time.monotonic() - started:.1f} s with decoding)"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu", action="store_true", help="the cpu device only")
     parser.add_argument("--log2", type=int, default=24)
     parser.add_argument("--cpu-log2", type=int, default=22)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=4, help="generated shaders checked at 2^log2 (c)")
     args = parser.parse_args()
     if args.cpu:
         print("\n".join(cpu_ratios(args.cpu_log2, args.repeat)), flush=True)
         return
+    print("\n".join(gpu_ratios(args.log2)), flush=True)
+    with tempfile.TemporaryDirectory() as directory:
+        print("\n".join(ncu_ratios(args.log2, Path(directory))), flush=True)
+    print("\n".join(exact_counts(args.log2, range(args.seeds))), flush=True)
 
 
 if __name__ == "__main__":
