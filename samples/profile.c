@@ -11,6 +11,6 @@ void main(buffer_t printf_buffer, unsigned id) {
     sum = fmaf((float)i, 0.5f, sum);
   if (id % 3 == 0)
     sum += falloff(sum);
-  if (id % 16 == 5)
+  if (id % 16 == 3)
     printf("invocation %u: sum %.2f\n", id, sum);
 }

@@ -1,6 +1,6 @@
 ; A shader to profile (SPEC section 10), with the debug information of its source, profile.c beside it:
 ; a loop whose trip count depends on the invocation (id % 8), a branch some invocations take
-; (id % 3 == 0) into a call that is not inlined, and a printf in one invocation of sixteen (id % 16 == 5); integer,
+; (id % 3 == 0) into a call that is not inlined, and a printf in one invocation of sixteen (id % 16 == 3); integer,
 ; floating-point, fma, conversion, square-root, memory and branch instructions.
 ;   dprintf profile samples/profile.ll --invocations 64
 ;   dprintf profile samples/profile.ll --invocations 64 --annotate
@@ -44,7 +44,7 @@ shade:
 report:
   %value = phi float [ %total, %after ], [ %shaded, %shade ]
   %sixteenth = and i32 %invocation_id, 15, !dbg !36
-  %prints = icmp eq i32 %sixteenth, 5, !dbg !36
+  %prints = icmp eq i32 %sixteenth, 3, !dbg !36
   br i1 %prints, label %print, label %done, !dbg !36
 print:
   call void (ptr addrspace(7), ptr addrspace(4), ...) @lgc.debug.printf(ptr addrspace(7) %printf_buffer, ptr addrspace(4) @fmt, i32 %invocation_id, float %value), !dbg !37

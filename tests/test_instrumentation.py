@@ -69,7 +69,7 @@ def test_the_sample_counts_every_block_exactly() -> None:
     ids = range(64)
     loop = sum(id_ % 8 for id_ in ids)
     shaded = sum(1 for id_ in ids if id_ % 3 == 0)
-    printed = sum(1 for id_ in ids if id_ % 16 == 5)
+    printed = sum(1 for id_ in ids if id_ % 16 == 3)
     assert counted[("main", "entry")] == 64
     assert counted[("main", "loop")] == loop
     assert counted[("main", "after")] == 64

@@ -330,7 +330,7 @@ def exact_counts(log2: int, seeds: range) -> list[str]:
         ("main", "loop"): sum(id_ % 8 for id_ in range(8)) * (invocations // 8),
         ("main", "shade"): len(range(0, invocations, 3)),
         ("falloff", "entry"): len(range(0, invocations, 3)),
-        ("main", "print"): len(range(5, invocations, 16)),
+        ("main", "print"): len(range(3, invocations, 16)),
         ("main", "done"): len(ids),
     }
     assert all(counted[key] == value for key, value in expected.items()), (counted, expected)
