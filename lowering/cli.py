@@ -71,7 +71,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run_options(profile)
     _add_lowering_options(profile, counted=False)
-    profile.set_defaults(instrument=True, validate=False)
     _add_profile_options(profile)
     profile.add_argument("--json", action="store_true", help="print the table and the counts as JSON")
 

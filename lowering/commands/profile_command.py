@@ -13,29 +13,14 @@ import argparse
 import os
 import sys
 
-from ..harness import run_sources
-from ..lowered_module import Source
-from . import read_text, warn
+from . import warn
 from .decode_command import report_aborts, report_printf
 from .profile_output import write_profile
-from .run_command import EXIT_STATUS, STDIN, data_buffer, report_device
+from .run_command import EXIT_STATUS, STDIN, report_device, run_input
 
 
 def run(args: argparse.Namespace) -> int:
-    source = Source("<stdin>" if args.input == STDIN else args.input, read_text(args.input))
-    result = run_sources(
-        [source],
-        entry=args.entry,
-        invocations=args.invocations,
-        threads=args.threads,
-        buffer_size=args.buffer_size,
-        abort_buffer_size=args.abort_buffer_size,
-        device=args.device,
-        timeout=args.timeout,
-        data_buffers=[data_buffer(size, path) for size, path in args.buffer],
-        dialect=args.format_dialect,
-        instrument=True,
-    )
+    result = run_input(args, validate=False, instrument=True)
     for message in result.lowering_warnings:
         warn(message)
     sys.stderr.write(result.text())

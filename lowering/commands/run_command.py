@@ -51,21 +51,7 @@ EXIT_STATUS = {
 
 
 def run(args: argparse.Namespace) -> int:
-    source = Source("<stdin>" if args.input == STDIN else args.input, read_text(args.input))
-    result = run_sources(
-        [source],
-        entry=args.entry,
-        invocations=args.invocations,
-        threads=args.threads,
-        buffer_size=args.buffer_size,
-        abort_buffer_size=args.abort_buffer_size,
-        device=args.device,
-        timeout=args.timeout,
-        data_buffers=[data_buffer(size, path) for size, path in args.buffer],
-        validate=args.validate,
-        dialect=args.format_dialect,
-        instrument=args.instrument,
-    )
+    result = run_input(args, validate=args.validate, instrument=args.instrument)
     if args.dump_buffers is not None:
         dump_buffers(args.dump_buffers, result.data_buffers)
         if result.profile is not None:
@@ -94,6 +80,25 @@ def run(args: argparse.Namespace) -> int:
     if result.status.interruption is not None:
         raise result.status.interruption  # what the device wrote is out; now end as interrupted
     return status
+
+
+def run_input(args: argparse.Namespace, *, validate: bool, instrument: bool) -> RunResult:
+    """Lower and run the command's IN.ll with its run options (entry, invocations, buffers, device)."""
+    source = Source("<stdin>" if args.input == STDIN else args.input, read_text(args.input))
+    return run_sources(
+        [source],
+        entry=args.entry,
+        invocations=args.invocations,
+        threads=args.threads,
+        buffer_size=args.buffer_size,
+        abort_buffer_size=args.abort_buffer_size,
+        device=args.device,
+        timeout=args.timeout,
+        data_buffers=[data_buffer(size, path) for size, path in args.buffer],
+        validate=validate,
+        dialect=args.format_dialect,
+        instrument=instrument,
+    )
 
 
 def data_buffer(size: int, path: str | None) -> bytes:
