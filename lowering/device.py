@@ -110,8 +110,10 @@ class DeviceRun:
     status: DeviceStatus
 
 
-# `--device` name -> the module that opens the device and is its worker (`python -m` it).
+# `--device` name -> the module that opens the device.
 DEVICE_MODULES = {"cpu": "lowering.cpu_device", "nvptx": "lowering.nvptx_device"}
+# `--device` name -> its worker's module, which `device_worker.prestart` starts ahead of the device.
+WORKER_MODULES = {"cpu": "lowering.cpu_device", "nvptx": "lowering.nvptx_worker"}
 
 
 class Device(Protocol):

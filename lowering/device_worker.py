@@ -12,11 +12,13 @@ the harness when it opens the device (`Worker`), and it starts while the caller 
 multiprocessing `forkserver` would start workers in milliseconds, but it imports the caller's main script
 into every worker, which breaks scripts that call the harness at top level.
 
-The protocol: the worker reads its job as JSON on stdin and reports on stdout, one line per event,
-`<event>` or `<event>: <detail>`: `running` once the code is ready to run, then `completed: <seconds the
-invocations took>`, or `failed: <why>` when it cannot run the code, or `lost: <why>` when the device was
-lost while running it (the worker then exits with `LOST_STATUS`). Whatever else the process prints (the
-device's own output, LLVM's fatal errors, a traceback) goes to a log the harness reads back.
+The protocol: the worker starts its device (`serve`'s `start`: CUDA's initialisation) while it waits,
+then reads its job as JSON on stdin and reports on stdout, one line per event, `<event>` or `<event>:
+<detail>`: `running` once the code is ready to run, then `completed: <seconds the invocations took>`, or
+`unavailable: <why>` when the device could not be started, `failed: <why>` when it cannot run the code,
+or `lost: <why>` when the device was lost while running it (the worker then exits with `LOST_STATUS`).
+Whatever else the process prints (the device's own output, LLVM's fatal errors, a traceback) goes to a
+log the harness reads back.
 
 The worker imports this module and the device types (`device`), none of what the harness brings in
 (the decoders, numpy).
@@ -44,6 +46,7 @@ from .device import DeviceError, DeviceRun, DeviceStatus, Image, Launch
 
 RUNNING = "running"
 COMPLETED = "completed"
+UNAVAILABLE = "unavailable"
 FAILED = "failed"
 LOST = "lost"
 LOST_STATUS = 1
@@ -77,13 +80,19 @@ def run_worker(
     initialised from `images`; wait for it at most `timeout` seconds; the images as it left them and how
     it ended.
 
-    The job the worker reads has `memory_fd` (the shared file) and `regions` ((offset, size) of each
-    image in it) added. DeviceError when the worker fails, or ends before it runs the code.
+    The job the worker reads has `memory_fd` (the shared file), `regions` ((offset, size) of each image
+    in it) and `filled` (for each image, the (start, stop) of its pieces that are not all zero) added.
+    DeviceError when the worker fails, or ends before it runs the code.
     """
     started = worker if worker is not None else Worker(module)
     try:
         shared = _SharedImages(images, started.memory_fd)
-        shared_job = {**job, "memory_fd": started.memory_fd, "regions": shared.regions}
+        shared_job = {
+            **job,
+            "memory_fd": started.memory_fd,
+            "regions": shared.regions,
+            "filled": shared.filled,
+        }
         status = started.supervise(device, shared_job, timeout)
         return DeviceRun(shared.images(), status)
     finally:
@@ -188,10 +197,13 @@ class _SharedImages:
 
     Only the pages of an image that are not all zero are copied (the memfd starts zeroed), and the
     images come back as views of the mapping, not copies: a buffer of a gigabyte is in memory once. The
-    mapping stays open while a view of it is alive; the memfd itself is the worker's (`Worker`)."""
+    mapping stays open while a view of it is alive; the memfd itself is the worker's (`Worker`). `filled`
+    lists, for each image, the (start, stop) of the pieces copied: a device that keeps its own copy of
+    an image zeroes it and copies only these."""
 
     def __init__(self, images: Sequence[Image], fd: int) -> None:
         self.regions: list[tuple[int, int]] = []
+        self.filled: list[list[tuple[int, int]]] = []
         size = 0
         for image in images:
             self.regions.append((size, len(image)))
@@ -203,10 +215,16 @@ class _SharedImages:
             raise MemoryError(f"cannot map {size} bytes of buffers: {failure.strerror}") from None
         for (offset, length), image in zip(self.regions, images, strict=True):
             source = memoryview(image)
+            filled: list[tuple[int, int]] = []
             for start in range(0, length, _COPY_BYTES):
                 piece = source[start : start + _COPY_BYTES]
                 if bytes(piece).strip(b"\0"):
                     self.view[offset + start : offset + start + len(piece)] = piece
+                    if filled and filled[-1][1] == start:
+                        filled[-1] = (filled[-1][0], start + len(piece))
+                    else:
+                        filled.append((start, start + len(piece)))
+            self.filled.append(filled)
 
     def images(self) -> tuple[Image, ...]:
         """The images, as views of the mapping."""
@@ -245,6 +263,8 @@ def _status(
 ) -> DeviceStatus:
     """How the worker ended, from its exit and the events it reported; its detail is why the device was
     lost when the worker says, else what it printed."""
+    if UNAVAILABLE in reported:
+        raise DeviceError(f"no {device} device is available: {reported[UNAVAILABLE]}")
     if FAILED in reported:
         raise DeviceError(f"the {device} device cannot run the lowered code: {reported[FAILED]}")
     detail = reported.get(LOST, printed)
@@ -272,20 +292,38 @@ class PreparedRun(Protocol):
         ...
 
 
+class Unavailable(Exception):
+    """Raised by a worker's `start`: the device cannot be started here (no driver, no GPU)."""
+
+
 def serve(
-    prepare: Callable[[Job, mmap.mmap], PreparedRun],
+    prepare: Callable[..., PreparedRun],
     cannot_run: tuple[type[BaseException], ...],
     device_lost: tuple[type[BaseException], ...] = (),
+    start: Callable[[], object] | None = None,
 ) -> None:
-    """The worker's body: read the job, map the shared file, `prepare` the run (`failed` on `cannot_run`),
-    report `running`, execute it and report `completed` (or `lost` on `device_lost`, then exit at once:
-    a lost device's clean-up would fail too)."""
-    job = json.loads(sys.stdin.buffer.read())
+    """The worker's body: `start` the device (when given) while the job has not come, read the job, map
+    the shared file, `prepare` the run (`prepare(job, memory)`, or `prepare(job, memory, started)` with
+    what `start` returned; `failed` on `cannot_run`), report `running`, execute it and report `completed`
+    (or `lost` on `device_lost`, then exit at once: a lost device's clean-up would fail too). A `start`
+    that raises Unavailable is reported as `unavailable` once the job has come."""
+    requests = os.fdopen(os.dup(0), "rb")
     events = _become_device()
+    started: object = None
+    unavailable: Unavailable | None = None
+    if start is not None:
+        try:
+            started = start()
+        except Unavailable as failure:
+            unavailable = failure
+    job = json.loads(requests.read())
+    if unavailable is not None:
+        _report(events, UNAVAILABLE, _describe(unavailable))
+        return
     # Populated: the buffers are resident before the invocations run, as a GPU's are.
     memory = mmap.mmap(job["memory_fd"], 0, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
     try:
-        run = prepare(job, memory)
+        run = prepare(job, memory) if start is None else prepare(job, memory, started)
     except cannot_run as failure:
         _report(events, FAILED, _describe(failure))
         return
