@@ -32,17 +32,19 @@ import json
 import mmap
 import os
 import resource
+import selectors
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from metadata.helper_process import become_helper
 
-from .device import DeviceError, DeviceRun, DeviceStatus, Image, Launch
+from .device import SITE_FREE_WORKERS, DeviceError, DeviceRun, DeviceStatus, Image, Launch
 
 RUNNING = "running"
 COMPLETED = "completed"
@@ -50,6 +52,7 @@ UNAVAILABLE = "unavailable"
 FAILED = "failed"
 LOST = "lost"
 LOST_STATUS = 1
+_FINAL_EVENTS = {event.encode() for event in (COMPLETED, FAILED, UNAVAILABLE)}
 
 _LOG_TAIL_BYTES = 4000
 _COPY_BYTES = 1 << 20  # images are copied into shared memory by pieces of this size, zero pieces skipped
@@ -131,18 +134,21 @@ class Worker:
     def __init__(self, module: str) -> None:
         self.memory_fd = os.memfd_create("dprintf-buffers")
         self.log = tempfile.TemporaryFile()
+        site = ("-S",) if module in SITE_FREE_WORKERS else ()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", module],
+            [sys.executable, *site, "-m", module],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
             pass_fds=(self.memory_fd,),
             env=_worker_environment(),
         )
+        self.finished = False
 
     def supervise(self, device: str, job: Job, timeout: float) -> DeviceStatus:
         """Give the worker the job, wait for it at most `timeout` seconds; say how it ended."""
         events, timed_out, interruption = _wait(self.process, job, timeout)
+        self.finished = interruption is None and not timed_out and _finished(bytearray(events))
         self.log.seek(0)
         printed = self.log.read()[-_LOG_TAIL_BYTES:].decode("utf-8", "replace").strip()
         if interruption is not None:
@@ -151,8 +157,9 @@ class Worker:
         return _status(device, timeout, self.process.returncode, timed_out, reported, printed)
 
     def close(self) -> None:
-        """End the process if it still runs; close the shared file and the log."""
-        if self.process.poll() is None:
+        """End the process if it still runs, unless it has finished its job and is only exiting; close the
+        shared file and the log."""
+        if self.process.poll() is None and not self.finished:
             self.process.kill()
             self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
@@ -239,30 +246,79 @@ def _worker_environment() -> dict[str, str]:
 
 
 def _wait(worker: subprocess.Popen, job: Job, timeout: float) -> tuple[bytes, bool, KeyboardInterrupt | None]:
-    """Send the job, wait for the worker's exit (killing it after `timeout` seconds, or when the wait is
-    interrupted); its events, whether it timed out, and the interruption that stopped the wait."""
+    """Send the job and read the worker's events until it reports `completed`, `failed` or
+    `unavailable`, or ends (killed after `timeout` seconds, or when the wait is interrupted); its events,
+    whether it timed out, and the interruption that stopped the wait.
+
+    A worker that has reported one of those has nothing left to do but exit, which may take a while (a
+    CUDA context's teardown): it is not waited for. One that ends otherwise is, for its exit status."""
+    events = bytearray()
     try:
-        events, _ = worker.communicate(json.dumps(job).encode(), timeout=timeout)
-        return events, False, None
-    except subprocess.TimeoutExpired:
-        worker.kill()
-        events, _ = worker.communicate()
-        return events, True, None
+        timed_out = _exchange(worker, json.dumps(job).encode(), events, time.monotonic() + timeout)
+        if timed_out:
+            worker.kill()
+        if timed_out or not _finished(events):
+            worker.wait()
+        return bytes(events), timed_out, None
     except KeyboardInterrupt as interruption:
         worker.kill()
-        events, _ = worker.communicate()
-        return events, False, interruption
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
+        worker.wait()
+        return bytes(events), False, interruption
+
+
+def _exchange(worker: subprocess.Popen, job: bytes, events: bytearray, deadline: float) -> bool:
+    """Write `job` to the worker's stdin and append what it reports to `events`, until it reports an
+    ending (`_finished`), its output ends, or `deadline` passes (True)."""
+    assert worker.stdin is not None and worker.stdout is not None
+    sending, reading = worker.stdin.fileno(), worker.stdout.fileno()
+    os.set_blocking(sending, False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(reading, selectors.EVENT_READ)
+        selector.register(sending, selectors.EVENT_WRITE)
+        while True:
+            left = deadline - time.monotonic()
+            ready = selector.select(left) if left > 0 else []
+            if not ready:
+                return True
+            for key, _ in ready:
+                if key.fd == sending:
+                    job = _send(sending, job)
+                    if not job:
+                        selector.unregister(sending)
+                        worker.stdin.close()
+                    continue
+                data = os.read(reading, 1 << 16)
+                events += data
+                if not data or _finished(events):
+                    return False
+
+
+def _send(descriptor: int, data: bytes) -> bytes:
+    """Write what the pipe takes of `data` now; what is left (nothing when the worker has gone)."""
+    try:
+        return data[os.write(descriptor, data) :]
+    except BlockingIOError:
+        return data
+    except BrokenPipeError:
+        return b""
+
+
+def _finished(events: bytearray) -> bool:
+    """Whether the worker reported (in a whole line) an ending after which it only exits."""
+    lines = bytes(events).split(b"\n")[:-1]  # the last is empty, or a line still being written
+    return any(line.partition(b":")[0] in _FINAL_EVENTS for line in lines)
 
 
 def _status(
-    device: str, timeout: float, returncode: int, timed_out: bool, reported: dict[str, str], printed: str
+    device: str,
+    timeout: float,
+    returncode: int | None,
+    timed_out: bool,
+    reported: dict[str, str],
+    printed: str,
 ) -> DeviceStatus:
-    """How the worker ended, from its exit and the events it reported; its detail is why the device was
-    lost when the worker says, else what it printed."""
+    """How the worker ended, from the events it reported and else its exit; its detail is why the device
+    was lost when the worker says, else what it printed."""
     if UNAVAILABLE in reported:
         raise DeviceError(f"no {device} device is available: {reported[UNAVAILABLE]}")
     if FAILED in reported:
@@ -270,12 +326,13 @@ def _status(
     detail = reported.get(LOST, printed)
     if timed_out:
         return DeviceStatus.timed_out_after(timeout, detail)
+    if COMPLETED in reported:
+        return DeviceStatus.completed(printed, seconds=float(reported[COMPLETED]))
+    assert returncode is not None  # a worker that reported no ending has been waited for
     if RUNNING not in reported:
         ending = f"with {signal.Signals(-returncode).name}" if returncode < 0 else f"with status {returncode}"
         message = f"the {device} device's worker ended {ending} before running the lowered code"
         raise DeviceError(f"{message}: {printed}" if printed else message)
-    if COMPLETED in reported and returncode == 0:
-        return DeviceStatus.completed(printed, seconds=float(reported[COMPLETED]))
     if returncode < 0:
         return DeviceStatus.lost(signal=-returncode, detail=detail)
     return DeviceStatus.lost(exit_status=returncode, detail=detail)

@@ -69,7 +69,7 @@ class RenderPool:
             context.set_forkserver_preload(PRELOADED_MODULES)
         self.processes = processes
         self._directories: set[str] = set()
-        remove_orphaned_directories()
+        remove_orphans()
         self._executor = ProcessPoolExecutor(processes, mp_context=context, initializer=become_helper)
         for answer in [self._executor.submit(abs, number) for number in range(processes)]:
             answer.result()  # every worker started
@@ -187,14 +187,35 @@ def _collect(result: str | bytes) -> bytes:
     return data
 
 
-def remove_orphaned_directories() -> None:
-    """Remove the directories of pieces whose process no longer runs (killed before it could)."""
+def remove_orphans() -> None:
+    """Remove the directories of pieces and the shared files whose process no longer runs (killed before
+    it could)."""
     parent = _shared_directory() or tempfile.gettempdir()
     with contextlib.suppress(OSError):
         for name in os.listdir(parent):
             found = _DIRECTORY_NAME.match(name)
             if found is not None and not _running(int(found.group(1))):
-                shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+                path = os.path.join(parent, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+
+
+@contextlib.contextmanager
+def shared_file(suffix: str) -> Iterator[str]:
+    """The path of a new file in shared memory, for what every worker reads (the rows of the pieces it
+    renders), removed on leaving; named after this process, as the directories of pieces are."""
+    handle, path = tempfile.mkstemp(
+        prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", suffix=suffix, dir=_shared_directory()
+    )
+    os.close(handle)
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _running(pid: int) -> bool:

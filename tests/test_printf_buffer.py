@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metadata import printf_buffer, printf_walk
+from metadata import printf_buffer, printf_walk, render_pool
 from metadata.buffer_builder import build_buffer, build_printf_buffer, printf_entry
 from metadata.cformat import format_values
 from metadata.errors import BufferDecodeError, DprintfError
@@ -640,7 +640,7 @@ def test_text_chunks_rendered_by_forked_processes_are_the_same_pieces_in_order(m
     monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 8)
     data, lines = runs_buffer(5, 80)
     decoding = decode_printf_buffer(data, FUZZ_TABLE)
-    monkeypatch.setattr(printf_buffer, "PARALLEL_TEXT_ENTRIES", 1)
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
     parallel = list(decoding.text_chunks(16, processes=3))
     assert parallel == list(decoding.text_chunks(16)) and "".join(parallel) == "".join(lines)
     assert len(parallel) > 3
@@ -670,7 +670,7 @@ def test_output_chunks_are_the_bytes_c_writes_from_any_process(monkeypatch):
     serial = list(decoding.output_chunks(16))
     assert b"".join(serial) == expected and len(serial) == 14
     assert b"".join(serial) == decoding.text().encode(*printf_buffer.OUTPUT_ENCODING)
-    monkeypatch.setattr(printf_buffer, "PARALLEL_TEXT_ENTRIES", 1)
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
     monkeypatch.setattr(printf_buffer, "PARALLEL_CHUNK_ENTRIES", 16)
     assert list(decoding.output_chunks(processes=3)) == serial
 
@@ -678,7 +678,7 @@ def test_output_chunks_are_the_bytes_c_writes_from_any_process(monkeypatch):
 def test_small_decodings_are_rendered_in_the_calling_process(monkeypatch):
     data, lines = runs_buffer(6, 4)
     decoding = decode_printf_buffer(data, FUZZ_TABLE)
-    monkeypatch.setattr(printf_buffer, "RenderPool", None)  # any pool would fail
+    monkeypatch.setattr(render_pool, "RenderPool", None)  # any pool would fail
     assert "".join(decoding.text_chunks(processes=8)) == "".join(lines)
 
 
