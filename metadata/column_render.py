@@ -61,7 +61,7 @@ CHUNK_ROWS = 1 << 14  # rows rendered together: big enough to amortise numpy cal
 CELLS_TIER, TEMPLATE_TIER, EXACT_TIER = "cells", "template", "exact"
 # What one process takes to render an entry's text in each tier, in seconds (2-core machine, one and a
 # few conversions; `bench_render.py`): enough to tell whether rendering in other processes pays.
-RENDER_SECONDS = {CELLS_TIER: 1.5e-7, TEMPLATE_TIER: 1.5e-6, EXACT_TIER: 1.5e-5}
+RENDER_SECONDS = {CELLS_TIER: 2e-7, TEMPLATE_TIER: 1e-6, EXACT_TIER: 1e-5}
 
 
 def render_tier(fmt: FormatString) -> str:

@@ -28,7 +28,7 @@ from .format_catalog import DecodableFormat, FormatCatalog, FormatLookup
 from .json_entries import DOCUMENT_TERMINATOR, json_plan
 from .printf_walk import PrintfFraming
 from .record_walk import RecordWalk
-from .wire import DWORD, Value, argument_columns, row_values
+from .wire import DWORD, ENTRY_HEADER_DWORDS, Value, argument_columns, row_values
 
 if TYPE_CHECKING:
     from .render_pool import Encoding, RenderPool
@@ -38,7 +38,7 @@ PARALLEL_CHUNK_ENTRIES = 1 << 14  # smaller pieces in a pool: the first arrives 
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
 POOL_MIN_SECONDS = 0.25  # an output one process renders faster than this is rendered in the caller
 BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells no faster than the caller alone
-JSON_COST = 4.0  # an entry's JSON costs about this many times its text to render (measured, byte cells)
+JSON_COST = 3.0  # an entry's JSON costs about this many times its text to render (measured, byte cells)
 OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above are lone surrogates in text
 TEXT_TRANSPORT = ("utf-8", "surrogatepass")  # any text, there and back, from a rendering process
 JSON_ENCODING = ("ascii", "strict")  # JSON as `json.dumps` writes it escapes every other character
@@ -530,7 +530,11 @@ def _gather(
     ]
     counts = sum((block_counts for _, block_counts in blocks), np.zeros(len(catalog.formats), dtype=np.int64))
     present = np.flatnonzero(counts).tolist()
-    rows = {number: _Rows(words, catalog.formats[number].dwords, int(counts[number])) for number in present}
+    whole = len(present) == 1  # every entry is of one format: its offsets are the starts themselves
+    rows = {
+        number: _Rows(words, catalog.formats[number].dwords, int(counts[number]), starts if whole else None)
+        for number in present
+    }
     for start, block_counts in blocks:
         block_numbers = numbers[start : start + _BLOCK_ENTRIES]
         block_starts = starts[start : start + _BLOCK_ENTRIES]
@@ -548,7 +552,7 @@ def _gather(
         FormatColumns(
             catalog.formats[number],
             rows[number].offsets,
-            argument_columns(catalog.formats[number].layout, rows[number].matrix),
+            argument_columns(catalog.formats[number].layout, rows[number].matrix, first=0),
         )
         for number in present
     )
@@ -556,20 +560,31 @@ def _gather(
 
 
 class _Rows:
-    """The (n, dwords) matrix of the `dwords` dwords at each of n offsets, filled a block at a time."""
+    """The (n, arguments) matrix of the argument dwords of the entries at n offsets (their headers left
+    out: the format says them), filled a block at a time; and the offsets, unless `offsets` gives them
+    all (every entry is of this format)."""
 
-    def __init__(self, words: np.ndarray, dwords: int, count: int) -> None:
-        row = np.dtype((np.void, 4 * dwords))
-        self._windows = np.ndarray((words.size - dwords + 1,), dtype=row, buffer=words, strides=(4,))
+    def __init__(self, words: np.ndarray, dwords: int, count: int, offsets: np.ndarray | None) -> None:
+        arguments = dwords - ENTRY_HEADER_DWORDS
+        self._windows = None
+        if arguments:
+            row = np.dtype((np.void, 4 * arguments))
+            windows = words.size - dwords + 1
+            self._windows = np.ndarray(
+                (windows,), dtype=row, buffer=words, offset=4 * ENTRY_HEADER_DWORDS, strides=(4,)
+            )
         self._filled = 0
-        self.offsets = np.empty(count, dtype=np.int64)
-        self.matrix = np.empty((count, dwords), dtype=DWORD)
+        self._given = offsets is not None
+        self.offsets = offsets if offsets is not None else np.empty(count, dtype=np.int64)
+        self.matrix = np.empty((count, arguments), dtype=DWORD)
 
     def append(self, offsets: np.ndarray) -> None:
-        """Copy the rows at `offsets` (one void item each) after those already there."""
+        """Copy the arguments of the entries at `offsets` after those already there."""
         stop = self._filled + offsets.size
-        self.offsets[self._filled : stop] = offsets
-        self.matrix[self._filled : stop] = (
-            self._windows[offsets].view(DWORD).reshape(-1, self.matrix.shape[1])
-        )
+        if not self._given:
+            self.offsets[self._filled : stop] = offsets
+        if self._windows is not None:
+            self.matrix[self._filled : stop] = (
+                self._windows[offsets].view(DWORD).reshape(-1, self.matrix.shape[1])
+            )
         self._filled = stop
