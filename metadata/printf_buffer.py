@@ -37,7 +37,7 @@ TEXT_CHUNK_ENTRIES = 1 << 16
 PARALLEL_CHUNK_ENTRIES = 1 << 14  # smaller pieces in a pool: the first arrives sooner, the load evens out
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
 POOL_MIN_SECONDS = 0.25  # an output one process renders faster than this is rendered in the caller
-BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells no faster than the caller alone
+BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells' text no faster than the caller alone
 JSON_COST = 3.0  # an entry's JSON costs about this many times its text to render (measured, byte cells)
 OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above are lone surrogates in text
 TEXT_TRANSPORT = ("utf-8", "surrogatepass")  # any text, there and back, from a rendering process
@@ -197,9 +197,9 @@ class PrintfDecoding:
     ) -> Generator[Any, None, None]:
         """The pieces of `style` (TEXT, or a JSON terminator) as str (`decoded`) or `encoding`'s bytes,
         rendered here, by `pool`, or by a pool of `processes` started for this call (`_pool_pays`)."""
-        from .render_pool import RenderPool, call_start_method, shared_file
-
         if pool is None and self._pool_pays(style, processes):
+            from .render_pool import RenderPool, call_start_method  # only where a pool pays
+
             call_pool = RenderPool(processes, call_start_method())
             try:
                 yield from self._rendered(style, encoding, chunk_entries, processes, call_pool, decoded)
@@ -212,6 +212,8 @@ class PrintfDecoding:
                 text = piece.render(columns, style)
                 yield text if decoded else text.encode(*encoding)
             return
+        from .render_pool import shared_file
+
         with shared_file(".columns") as path:
             columns.share(path, offsets=style is not None, entry_groups=len(self.groups) > 1)
             pieces = self._pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
@@ -220,19 +222,21 @@ class PrintfDecoding:
 
     def _pool_pays(self, style: Style, processes: int, given: bool = False) -> bool:
         """Whether rendering in `processes` processes beats rendering here, by what one process would
-        take (RENDER_SECONDS per entry of each tier, measured): at least POOL_MIN_SECONDS, and for byte
-        cells only with BYTE_CELLS_MIN_PROCESSES processes or more, since fewer render them no faster
-        than the caller alone, which writes what they render. A pool a driver gives is used for any
-        output that takes the time; one for this call is started only when every condition holds."""
+        take (RENDER_SECONDS per entry of each tier, JSON_COST times that for JSON; `bench_pool.py`): at
+        least POOL_MIN_SECONDS, and for text all in byte cells only with BYTE_CELLS_MIN_PROCESSES
+        processes or more, since fewer render it no faster than the caller alone, which reads and writes
+        what they render. A pool a driver gives is used for any output that takes the time; one for
+        this call is started only when every condition holds."""
         seconds = 0.0
         cells_only = True
         for group in self.groups:
             tier = render_tier(group.format.format)
             cells_only &= tier == CELLS_TIER
-            seconds += len(group) * RENDER_SECONDS[tier] * (JSON_COST if style is not None else 1.0)
+            seconds += len(group) * RENDER_SECONDS[tier] * (1.0 if style is None else JSON_COST)
         if seconds < POOL_MIN_SECONDS:
             return False
-        return given or (processes > 1 and (not cells_only or processes >= BYTE_CELLS_MIN_PROCESSES))
+        light = style is None and cells_only  # text of byte cells: little work for many bytes
+        return given or (processes > 1 and (not light or processes >= BYTE_CELLS_MIN_PROCESSES))
 
     def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:
         """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""

@@ -48,7 +48,9 @@ class _Headers:
         self.end = end
         self.lows = np.array([found.header & _LOW_DWORD for found in formats], dtype=DWORD)
         self.highs = np.array([found.header >> 32 for found in formats], dtype=DWORD)
-        self.unique_lows = np.unique(self.lows)
+        self.unique_lows = np.array(
+            sorted(set(self.lows.tolist())), dtype=DWORD
+        )  # np.unique imports numpy.ma
         first_of: dict[int, int] = {}
         for number, low in enumerate(self.lows.tolist()):
             first_of.setdefault(low >> _KEY_SHIFT, number)

@@ -139,6 +139,7 @@ def test_json_rendered_by_a_pool_is_the_json_rendered_here(monkeypatch):
     """Blocks and interleaved pieces of several formats (floats, vectors, `%c`), through the shared file
     of columns in rendering processes started once."""
     monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 8)
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)  # even outputs this small
     plain = FormatEntry.for_call("a %u\n", (ArgType(INTEGER, 32),))
     floats = FormatEntry.for_call('b "%g" %v2f\n', (ArgType(FLOAT, 64), ArgType(FLOAT, 32, 2)))
     chars = FormatEntry.for_call("c %c %lld\n", (ArgType(INTEGER, 32), ArgType(INTEGER, 64)))
