@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 TEXT_CHUNK_ENTRIES = 1 << 16
 PARALLEL_CHUNK_ENTRIES = 1 << 14  # smaller pieces in a pool: the first arrives sooner, the load evens out
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
-POOL_MIN_SECONDS = 0.25  # an output one process renders faster than this is rendered in the caller
+POOL_MIN_SECONDS = 0.1  # an output one process renders faster than this is rendered in the caller
 BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells' text no faster than the caller alone
 JSON_COST = 3.0  # an entry's JSON costs about this many times its text to render (measured, byte cells)
 OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above are lone surrogates in text
