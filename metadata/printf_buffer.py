@@ -1,8 +1,10 @@
 """Decoding a printf buffer (SPEC section 4) into entries, columns of values, and the text C prints.
 
 The record walk (`record_walk`, with the vectorised framing of `printf_walk`) finds the entries; their
-values are then gathered per format into one (n, entrySize) matrix whose columns are the arguments
-(`wire.argument_columns`), and the entries themselves are built only when asked for.
+arguments are then gathered per format into one (n, argument dwords) matrix whose columns are the
+arguments (`wire.argument_columns`), and the entries themselves are built only when asked for. The text
+(and the JSON of `json_entries`) is rendered in pieces, here or by a `RenderPool` reading the columns
+from a shared file.
 
 Nothing wrong in a buffer is hidden and nothing raises but a buffer shorter than its header: dwords
 that did not fit are counted in `dropped_dwords`, everything else becomes an `Issue`.

@@ -1,20 +1,24 @@
 """Processes that render printf output for any decoding, started once and reused.
 
 Rendering is the costly part of turning a buffer into text, and it parallelises: each piece of the
-output carries the rows it prints, so a process needs nothing else. Two things do not scale and are
-avoided here. Starting processes: forking a driver's process copies its page tables (16 forks of the
-GPU benchmark's process take a quarter of a second), and forking a process with threads is unsafe;
-so a driver starts a RenderPool once, with the `forkserver` method (a small, clean server process
-forks the workers, the decoder already imported), and passes it to `PrintfDecoding.output_chunks`
-or `text_chunks` for every buffer. Moving the text: a pipe costs the receiving process several copies
-of every byte, and that process is the one that writes the output; so each worker leaves its piece
-in a file of a private directory in shared memory, which the caller reads once and removes (a piece
-that cannot be written there, shared memory being full, comes back through the pipe).
+output renders itself from what it names, so a process needs nothing else. Three things do not scale
+and are avoided here. Starting processes: forking a driver's process copies its page tables (16 forks
+of the GPU benchmark's process take a quarter of a second), and forking a process with threads is
+unsafe; so a driver starts a RenderPool once, with the `forkserver` method (a small, clean server
+process forks the workers, the decoder already imported), and passes it to `PrintfDecoding`'s
+`output_chunks`, `text_chunks` or `json_chunks` for every buffer. Moving the rows: pickling them into
+every task cost a second for 2^24 entries; so the decoder writes its columns once to a file in shared
+memory (`shared_file`), which every worker maps, and a piece names rows of it. Moving the text: a pipe
+costs the receiving process several copies of every byte, and that process is the one that writes the
+output; so each worker leaves its piece in a file of a private directory in shared memory, which the
+caller reads once and removes (a piece that cannot be written there, shared memory being full, comes
+back through the pipe).
 
 Ending: workers are helpers (`helper_process`): they die with their parent and leave SIGINT to it. A
 pool left by an exception (an interruption, a failed write) stops its workers at once rather than
-waiting for their pieces. A directory of pieces is named after the process that made it, so that one
-left by a process killed outright (SIGKILL) is removed by the next pool started on the machine.
+waiting for their pieces. A directory of pieces and a shared file are named after the process that made
+them, so that one left by a process killed outright (SIGKILL) is removed by the next pool started on the
+machine.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ Encoding = tuple[str, str]  # codec and error handler
 
 
 class Piece(Protocol):
-    """A piece of output that renders itself (pickled to the worker with the rows it prints)."""
+    """A piece of output that renders itself (pickled to the worker: what it names, not its rows)."""
 
     def text(self) -> str: ...
 
