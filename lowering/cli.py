@@ -13,8 +13,8 @@ from .device import (
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
     DEFAULT_RUN_TIMEOUT_SECONDS,
-    DEVICE_MODULES,
     MAX_INVOCATIONS,
+    WORKER_MODULES,
 )
 from .device_worker import prestart
 from .process_ends import run_main
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse `argv` and run the command under the process-end policy of `process_ends`."""
     args = build_parser().parse_args(argv)
     if args.command in ("run", "profile"):
-        prestart(DEVICE_MODULES[args.device])  # starts while the command imports and lowers
+        prestart(WORKER_MODULES[args.device])  # starts while the command imports and lowers
     command = importlib.import_module(f"lowering.commands.{args.command}_command")
     return run_main(lambda: command.run(args))
 

@@ -22,8 +22,6 @@ import time
 from collections.abc import Callable, Sequence
 
 import llvmlite.binding as llvm
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
 
 from .device import DeviceRun, EntryPoint, Image, Launch
 from .device_worker import Job, WorkerDevice, runtime_globals_job, serve
@@ -194,6 +192,9 @@ def _check_resolved(objects: list[bytes]) -> None:
 
 
 def _undefined_symbols(image: bytes) -> set[str]:
+    from elftools.elf.elffile import ELFFile  # here, in the worker: the harness opening the device needs none
+    from elftools.elf.sections import SymbolTableSection
+
     symbols = ELFFile(io.BytesIO(image)).get_section_by_name(".symtab")
     if not isinstance(symbols, SymbolTableSection):
         return set()

@@ -112,8 +112,13 @@ class DeviceRun:
     status: DeviceStatus
 
 
-# `--device` name -> the module that opens the device and is its worker (`python -m` it).
+# `--device` name -> the module that opens the device.
 DEVICE_MODULES = {"cpu": "lowering.cpu_device", "nvptx": "lowering.nvptx_device"}
+# `--device` name -> its worker's module, which `device_worker.prestart` starts ahead of the device.
+WORKER_MODULES = {"cpu": "lowering.cpu_device", "nvptx": "lowering.nvptx_worker"}
+# Workers that import only the standard library and this package: their interpreter starts without the
+# `site` module (`python -S`), which on a host whose site-packages hold much takes a tenth of a second.
+SITE_FREE_WORKERS = frozenset({"lowering.nvptx_worker"})
 
 
 class Device(Protocol):

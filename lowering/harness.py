@@ -277,7 +277,7 @@ def _has_global(module: llvm.ModuleRef, name: str) -> bool:
 def data_image(data: Image) -> mmap.mmap:
     """A data buffer's image: its bytes, then the guard."""
     try:
-        image = mmap.mmap(-1, len(data) + GUARD_BYTES)
+        image = _anonymous(len(data) + GUARD_BYTES)
     except OSError as failure:
         raise MemoryError(f"cannot allocate a {len(data)}-byte data buffer: {failure.strerror}") from None
     image[: len(data)] = data
@@ -346,8 +346,8 @@ def initial_image(size: int, name: str) -> mmap.mmap:
     0, `reserved0` the capacity in dwords after the header (the targets run here have no descriptor range,
     so the code checks it), `reserved1` 0.
 
-    The image is anonymous memory: its zeros take no memory until a device writes them, so a buffer of a
-    gigabyte costs the harness its header and guard, not a copy."""
+    The image is private anonymous memory (`_anonymous`): its zeros take no memory until a device writes
+    them, so a buffer of a gigabyte costs the harness its header and guard, not a copy."""
     if size < HEADER_BYTES:
         raise DeviceError(f"the {name} buffer needs at least {HEADER_BYTES} bytes for its header, not {size}")
     capacity = (size - HEADER_BYTES) // 4
@@ -358,12 +358,19 @@ def initial_image(size: int, name: str) -> mmap.mmap:
         )
     used = HEADER_BYTES + 4 * capacity
     try:
-        image = mmap.mmap(-1, used + GUARD_BYTES)
+        image = _anonymous(used + GUARD_BYTES)
     except OSError as failure:
         raise MemoryError(f"cannot allocate the {size}-byte {name} buffer: {failure.strerror}") from None
     image[:HEADER_BYTES] = bytes(build_buffer((), 0, reserved0=capacity))
     image[used:] = bytes([GUARD_FILL]) * GUARD_BYTES
     return image
+
+
+def _anonymous(size: int) -> mmap.mmap:
+    """`size` bytes of private anonymous memory. Private, not shared as `mmap.mmap(-1, size)` makes it:
+    a page of shared memory is allocated when it is first read, a private one maps the zero page until it
+    is written, so reading the image's zeros (to copy what is not zero to a device) costs nothing."""
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 
 
 def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:

@@ -1,72 +1,49 @@
-"""The `nvptx` device (SPEC section 7): lowered code run as a CUDA kernel on an NVIDIA GPU through CuPy.
+"""The `nvptx` device (SPEC section 7): lowered code run as a CUDA kernel on an NVIDIA GPU.
 
 The harness process compiles: it appends a kernel to the lowered module (`kernel_ir`: invocation ID
 `ctaid.x * ntid.x + tid.x`, a bounds check, a call of the entry) and makes PTX with LLVM's NVPTX
-backend (`kernel_ptx`). A worker process (`python -m lowering.nvptx_device`, see `device_worker`; a
-fresh interpreter, so the caller's CUDA state and threads do not matter) loads the PTX with CuPy,
-launches one thread per invocation and copies the buffers back.
+backend (`kernel_ptx`). A worker process (`python -m lowering.nvptx_worker`; a fresh interpreter, so
+the caller's CUDA state and threads do not matter), started while the harness lowers and already
+holding a CUDA context when the PTX is ready, loads it through the CUDA driver, launches one thread per
+invocation and copies the buffers back (see `nvptx_worker`). A GPU runs invocations concurrently: the
+order of the entries varies from run to run, and `--threads` has no meaning here.
 
-Both buffer images live in the worker's shared-memory file, which the harness maps too. The abort buffer
-is used in place: the worker pins that memory and maps it into the GPU's address space, so an abort
-record, fenced at system scope before the trap, is in host memory when the context is lost and the
-harness reads it after the worker has gone. The printf buffer lives in device memory and is copied
-back, except for entries that take an abort buffer: then it is mapped host memory too, so that the
-output written before an abort survives the loss of the context. A GPU runs invocations concurrently:
-the order of the entries varies from run to run, and `--threads` has no meaning here.
-
-CuPy is an optional dependency (`pip install dprintf[gpu]`); without it, or without a GPU, opening the
-device raises DeviceError saying which is missing.
+The device needs the NVIDIA driver (`libcuda.so.1`) and nothing else: no CuPy, no CUDA toolkit. Opening
+it without the driver raises DeviceError saying so; a worker that finds no usable GPU says why.
 """
 
 from __future__ import annotations
 
-import mmap
 import re
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 import llvmlite.binding as llvm
-import numpy as np
 
-from .device import ABORT_IMAGE, DeviceError, DeviceRun, EntryPoint, Image, Launch
-from .device_worker import Job, WorkerDevice, runtime_globals_job, serve, whole_pages
+from .cuda_driver import CudaDriver, DriverMissing
+from .device import ABORT_IMAGE, WORKER_MODULES, DeviceError, DeviceRun, EntryPoint, Image, Launch
+from .device_worker import WorkerDevice, runtime_globals_job
 from .diagnostics import LoweringError
 from .ir.lexer import bare_name, global_references
 from .ir.reading import parse_source, verify
 from .isolation import isolated
+from .nvptx_worker import BLOCK_THREADS as BLOCK_THREADS
+from .nvptx_worker import KERNEL_NAME
 from .runtime_globals import define_declared_globals
 from .target_machines import optimize, target_machine
 from .targets import Target, get_target
 
-KERNEL_NAME = "dprintf_kernel"
-BLOCK_THREADS = 256
 KERNEL_MAX_INVOCATIONS = (1 << 32) - 1  # the kernel takes the count as a u32, one short of the IDs
 TARGET: Target = get_target("nvptx")
 
-_CUDA_HOST_REGISTER_MAPPED = 0x02
-_CUDA_DEV_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91
-
 
 def open_device() -> NvptxDevice:
-    """The GPU device; DeviceError naming what is missing when CuPy or a CUDA GPU is not there."""
-    count, reason = gpu_count()
-    if not count:
-        raise DeviceError(f"no nvptx device is available: {reason}")
+    """The GPU device; DeviceError when the CUDA driver is not installed. CUDA itself is started by the
+    worker, not here: a worker that finds no usable GPU is a DeviceError of the run."""
+    try:
+        CudaDriver.load()
+    except DriverMissing as missing:
+        raise DeviceError(f"no nvptx device is available: {missing}") from None
     return NvptxDevice()
-
-
-def gpu_count() -> tuple[int, str]:
-    """How many CUDA GPUs CuPy sees in this process, and why there are none when there are none."""
-    try:
-        import cupy
-    except ImportError:
-        return 0, "CuPy is not installed (pip install 'dprintf[gpu]')"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except cupy.cuda.runtime.CUDARuntimeError as failure:
-        return 0, f"CUDA reports no usable GPU ({failure})"
-    return count, "" if count else "CUDA reports no GPU"
 
 
 class NvptxDevice(WorkerDevice):
@@ -74,7 +51,7 @@ class NvptxDevice(WorkerDevice):
 
     name = "nvptx"
     target = TARGET.name
-    worker_module = __name__
+    worker_module = WORKER_MODULES["nvptx"]
 
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:
         if launch.invocations > KERNEL_MAX_INVOCATIONS:
@@ -87,7 +64,8 @@ class NvptxDevice(WorkerDevice):
             "ptx": kernel_ptx(launch.ir, launch.entry, runtime_globals=names),
             "invocations": launch.invocations,
             "printf_on_host": _may_abort(launch),
-            "globals": runtime_globals_job(launch),
+            "data_buffers": launch.entry.data_buffers,
+            "globals": [{**item, "ptx_name": ptx_name(item["name"])} for item in runtime_globals_job(launch)],
         }
         return self.run_in_worker(job, images, launch.timeout)
 
@@ -175,93 +153,3 @@ def _give_ptx_names(module: llvm.ModuleRef, names: Sequence[str]) -> None:
         variable.name = ptx_name(name)
         if variable.name != ptx_name(name):
             raise DeviceError(f"the module already has a global @{ptx_name(name)}, the PTX name of @{name}")
-
-
-class CudaKernel:
-    """A kernel of `kernel_ptx`, loaded with CuPy into the current CUDA context; launched one thread per
-    invocation, `BLOCK_THREADS` to a block. Buffer arguments are device addresses (ints)."""
-
-    def __init__(self, ptx: str, name: str = KERNEL_NAME) -> None:
-        import cupy
-
-        with tempfile.TemporaryDirectory(prefix="dprintf-ptx-") as directory:
-            path = Path(directory) / "kernel.ptx"
-            path.write_text(ptx)
-            self.module = cupy.RawModule(path=str(path))
-            self.function = self.module.get_function(name)
-
-    def launch(
-        self, printf: int, abort: int, invocations: int, stream=None, data: Sequence[int] = ()
-    ) -> None:
-        """Queue invocations `0 .. invocations-1` on `stream` (the current one by default), with the
-        device addresses of the entry's data buffers."""
-        blocks = max(1, -(-invocations // BLOCK_THREADS))
-        buffers = [np.uint64(address) for address in (printf, abort, *data)]
-        self.function((blocks,), (BLOCK_THREADS,), (*buffers, np.uint32(invocations)), stream=stream)
-
-    def set_global(self, name: str, value: bytes) -> None:
-        """Write `value` into the module global `name`, when the module has it."""
-        try:
-            pointer = self.module.get_global(name)
-        except Exception:  # noqa: BLE001 - CuPy raises its driver's error for a missing symbol
-            return
-        pointer.copy_from_host(np.frombuffer(value, dtype=np.uint8).ctypes.data, len(value))
-
-
-# The worker.
-
-
-class _GpuRun:
-    """The worker's GPU state: the kernel, the buffers' device addresses, the printf buffer's device copy."""
-
-    def __init__(self, job: Job, memory: mmap.mmap) -> None:
-        import cupy
-
-        self.cupy = cupy
-        self.invocations = job["invocations"]
-        self.host = np.frombuffer(memory, dtype=np.uint8)
-        (printf_offset, printf_size), (abort_offset, abort_size), *data_regions = job["regions"]
-        self.printf_view = self.host[printf_offset : printf_offset + printf_size]
-        if not cupy.cuda.runtime.deviceGetAttribute(
-            _CUDA_DEV_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0
-        ):
-            raise RuntimeError("the GPU cannot address registered host memory at its host address")
-        self.abort = self._map_host(abort_offset, abort_size)
-        self.printf_device = None
-        if job["printf_on_host"]:
-            self.printf = self._map_host(printf_offset, printf_size)
-        else:
-            self.printf_device = cupy.asarray(self.printf_view)
-            self.printf = self.printf_device.data.ptr
-        self.data_views = [self.host[offset : offset + size] for offset, size in data_regions]
-        self.data_device = [cupy.asarray(view) for view in self.data_views]
-        self.kernel = CudaKernel(job["ptx"])
-        addresses = [self.printf, self.abort, *(array.data.ptr for array in self.data_device)]
-        for item in job["globals"]:
-            image = item["image"]
-            value = bytes.fromhex(item["value"]) if image is None else addresses[image].to_bytes(8, "little")
-            self.kernel.set_global(ptx_name(item["name"]), value)
-
-    def _map_host(self, offset: int, size: int) -> int:
-        """Pin `size` bytes of the shared file at `offset` and map them for the GPU; their device address."""
-        address = self.host.ctypes.data + offset
-        self.cupy.cuda.runtime.hostRegister(address, whole_pages(size), _CUDA_HOST_REGISTER_MAPPED)
-        return address
-
-    def execute(self) -> float:
-        """Run every invocation, copy the printf buffer back; the seconds the kernel took, by CUDA events."""
-        start, end = self.cupy.cuda.Event(), self.cupy.cuda.Event()
-        start.record()
-        data = [array.data.ptr for array in self.data_device]
-        self.kernel.launch(self.printf, self.abort, self.invocations, data=data)
-        end.record()
-        end.synchronize()
-        if self.printf_device is not None:
-            self.printf_device.get(out=self.printf_view)
-        for array, view in zip(self.data_device, self.data_views, strict=True):
-            array.get(out=view)
-        return self.cupy.cuda.get_elapsed_time(start, end) / 1000
-
-
-if __name__ == "__main__":
-    serve(_GpuRun, cannot_run=(ImportError, RuntimeError, MemoryError), device_lost=(RuntimeError,))

@@ -58,6 +58,22 @@ def render_text(
 
 CHUNK_ROWS = 1 << 14  # rows rendered together: big enough to amortise numpy calls, small for the caches
 
+CELLS_TIER, TEMPLATE_TIER, EXACT_TIER = "cells", "template", "exact"
+# What one process takes to render an entry's text in each tier, in seconds (2-core machine, one and a
+# few conversions; `bench_render.py`): enough to tell whether rendering in other processes pays.
+RENDER_SECONDS = {CELLS_TIER: 2e-7, TEMPLATE_TIER: 1e-6, EXACT_TIER: 1e-5}
+
+
+def render_tier(fmt: FormatString) -> str:
+    """The tier that renders most entries of `fmt`: byte cells when every conversion has them, else the
+    `%` template, unless a conversion needs the exact formatter for every value (`%a`)."""
+    if cell_plan(fmt) is not None:
+        return CELLS_TIER
+    return (
+        EXACT_TIER if any(_fast_spec(conversion) is None for conversion in fmt.conversions) else TEMPLATE_TIER
+    )
+
+
 _DTYPES = {
     (INTEGER, 32): numpy.uint32,
     (INTEGER, 64): numpy.uint64,

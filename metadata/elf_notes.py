@@ -12,12 +12,13 @@ import struct
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
-
-from elftools.elf.elffile import ELFFile
+from typing import TYPE_CHECKING, Any
 
 from .errors import DprintfError, ElfError
 from .table import FormatTable, unpack_document
+
+if TYPE_CHECKING:
+    from elftools.elf.elffile import ELFFile
 
 NT_AMDGPU_METADATA = 32
 NOTE_NAME = "AMDGPU"
@@ -342,8 +343,11 @@ def _note_containers(elffile: ELFFile) -> Iterator[tuple[str, int | None, Any, i
 def _open(elf: bytes) -> ELFFile:
     """pyelftools' view of `elf`, once its header tables are known to lie in the file.
 
-    The check also bounds the time spent walking the tables of a damaged file.
+    The check also bounds the time spent walking the tables of a damaged file. pyelftools is imported
+    here, by what reads an ELF: a command that only writes notes (`run`'s lowering) does not pay for it.
     """
+    from elftools.elf.elffile import ELFFile
+
     if len(elf) < 4 or elf[:4] != ELF_MAGIC:
         raise ElfError(f"not an ELF file (it starts with {bytes(elf[:4])!r}, not {ELF_MAGIC!r})")
     elffile = ELFFile(io.BytesIO(elf))

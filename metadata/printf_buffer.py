@@ -1,8 +1,10 @@
 """Decoding a printf buffer (SPEC section 4) into entries, columns of values, and the text C prints.
 
 The record walk (`record_walk`, with the vectorised framing of `printf_walk`) finds the entries; their
-values are then gathered per format into one (n, entrySize) matrix whose columns are the arguments
-(`wire.argument_columns`), and the entries themselves are built only when asked for.
+arguments are then gathered per format into one (n, argument dwords) matrix whose columns are the
+arguments (`wire.argument_columns`), and the entries themselves are built only when asked for. The text
+(and the JSON of `json_entries`) is rendered in pieces, here or by a `RenderPool` reading the columns
+from a shared file.
 
 Nothing wrong in a buffer is hidden and nothing raises but a buffer shorter than its header: dwords
 that did not fit are counted in `dropped_dwords`, everything else becomes an `Issue`.
@@ -10,29 +12,38 @@ that did not fit are counted in `dropped_dwords`, everything else becomes an `Is
 
 from __future__ import annotations
 
+import mmap
 import operator
+import pickle
+import struct
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .buffer_region import Issue, read_region
 from .cformat import format_values
-from .column_render import render_columns, render_text
+from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier
 from .format_catalog import DecodableFormat, FormatCatalog, FormatLookup
+from .json_entries import DOCUMENT_TERMINATOR, json_plan
 from .printf_walk import PrintfFraming
 from .record_walk import RecordWalk
-from .render_pool import Encoding, RenderPool, call_start_method
-from .wire import DWORD, Value, argument_columns, row_values
+from .wire import DWORD, ENTRY_HEADER_DWORDS, Value, argument_columns, row_values
+
+if TYPE_CHECKING:
+    from .render_pool import Encoding, RenderPool
 
 TEXT_CHUNK_ENTRIES = 1 << 16
 PARALLEL_CHUNK_ENTRIES = 1 << 14  # smaller pieces in a pool: the first arrives sooner, the load evens out
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
-PARALLEL_TEXT_ENTRIES = 1 << 20  # fewer entries are rendered in the calling process, whatever is asked
+POOL_MIN_SECONDS = 0.1  # an output one process renders faster than this is rendered in the caller
+BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells' text no faster than the caller alone
+JSON_COST = 3.0  # an entry's JSON costs about this many times its text to render (measured, byte cells)
 OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above are lone surrogates in text
 TEXT_TRANSPORT = ("utf-8", "surrogatepass")  # any text, there and back, from a rendering process
+JSON_ENCODING = ("ascii", "strict")  # JSON as `json.dumps` writes it escapes every other character
 _BLOCK_ENTRIES = 1 << 16
 _FEW_FORMATS = 8  # up to this many, pick each format's entries by comparison; past it, sort
 
@@ -152,59 +163,96 @@ class PrintfDecoding:
 
         A run of at least TEXT_BLOCK_ENTRIES consecutive entries of one format is rendered in blocks,
         with no string per entry; the entries between such runs a group at a time, then interleaved.
-        The pieces are rendered by `pool` when given; else, with `processes` > 1 and at least
-        PARALLEL_TEXT_ENTRIES entries, by a pool of that many processes started for this call (forked
-        when this process has one thread, see `call_start_method`); else here.
+        The pieces are rendered by `pool` when given, or by a pool of `processes` started for this call
+        (forked when this process has one thread, see `call_start_method`), when `_pool_pays`; else here.
         They come in order either way: TEXT_CHUNK_ENTRIES entries each here, PARALLEL_CHUNK_ENTRIES in
         a pool, unless `chunk_entries` says otherwise.
         """
-        return self._rendered(None, chunk_entries, processes, pool)
+        return self._rendered(TEXT, TEXT_TRANSPORT, chunk_entries, processes, pool)
 
     def output_chunks(
         self, chunk_entries: int | None = None, processes: int = 1, pool: RenderPool | None = None
     ) -> Generator[bytes, None, None]:
         """`text_chunks` as the bytes C writes (UTF-8, a `%c` byte of 0x80 or above as itself), encoded
         where the text is rendered: what a driver writes to a file, with no work left to this process."""
-        return self._rendered(OUTPUT_ENCODING, chunk_entries, processes, pool)
+        return self._rendered(TEXT, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=False)
+
+    def json_chunks(
+        self,
+        terminator: str = DOCUMENT_TERMINATOR,
+        chunk_entries: int | None = None,
+        processes: int = 1,
+        pool: RenderPool | None = None,
+    ) -> Generator[bytes, None, None]:
+        """The entries as JSON (`json_entries`), each followed by `terminator`, in ASCII bytes: pieces
+        of entries in buffer order, rendered as `output_chunks` renders the text."""
+        return self._rendered(terminator, JSON_ENCODING, chunk_entries, processes, pool, decoded=False)
 
     def _rendered(
-        self, encoding: Encoding | None, chunk_entries: int | None, processes: int, pool: RenderPool | None
+        self,
+        style: Style,
+        encoding: Encoding,
+        chunk_entries: int | None,
+        processes: int,
+        pool: RenderPool | None,
+        decoded: bool = True,
     ) -> Generator[Any, None, None]:
-        """The pieces' text (`encoding` None) or bytes, rendered here, by `pool`, or by a pool of
-        `processes` started for this call when the output is large."""
-        if pool is None and processes > 1 and self.entry_groups.size >= PARALLEL_TEXT_ENTRIES:
+        """The pieces of `style` (TEXT, or a JSON terminator) as str (`decoded`) or `encoding`'s bytes,
+        rendered here, by `pool`, or by a pool of `processes` started for this call (`_pool_pays`)."""
+        if pool is None and self._pool_pays(style, processes):
+            from .render_pool import RenderPool, call_start_method  # only where a pool pays
+
             call_pool = RenderPool(processes, call_start_method())
             try:
-                yield from self._rendered(encoding, chunk_entries, processes, call_pool)
+                yield from self._rendered(style, encoding, chunk_entries, processes, call_pool, decoded)
             finally:
                 call_pool.stop()  # the output is written (or abandoned): idle workers are not waited for
             return
-        if pool is None:
-            for piece in self._text_pieces(chunk_entries or TEXT_CHUNK_ENTRIES):
-                text = piece.text()
-                yield text if encoding is None else text.encode(*encoding)
+        columns = _Columns.of(self)
+        if pool is None or not self._pool_pays(style, pool.processes, given=True):
+            for piece in self._pieces(chunk_entries or TEXT_CHUNK_ENTRIES):
+                text = piece.render(columns, style)
+                yield text if decoded else text.encode(*encoding)
             return
-        pieces = self._text_pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
-        if encoding is not None:
-            yield from pool.render(pieces, encoding)
-            return
-        for data in pool.render(pieces, TEXT_TRANSPORT):
-            yield data.decode(*TEXT_TRANSPORT)
+        from .render_pool import shared_file
 
-    def _text_pieces(self, chunk_entries: int) -> Iterator[_TextPiece]:
+        with shared_file(".columns") as path:
+            columns.share(path, offsets=style is not None, entry_groups=len(self.groups) > 1)
+            pieces = self._pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
+            for data in pool.render((_SharedPiece(path, piece, style) for piece in pieces), encoding):
+                yield data.decode(*encoding) if decoded else data
+
+    def _pool_pays(self, style: Style, processes: int, given: bool = False) -> bool:
+        """Whether rendering in `processes` processes beats rendering here, by what one process would
+        take (RENDER_SECONDS per entry of each tier, JSON_COST times that for JSON; `bench_pool.py`): at
+        least POOL_MIN_SECONDS, and for text all in byte cells only with BYTE_CELLS_MIN_PROCESSES
+        processes or more, since fewer render it no faster than the caller alone, which reads and writes
+        what they render. A pool a driver gives is used for any output that takes the time; one for
+        this call is started only when every condition holds."""
+        seconds = 0.0
+        cells_only = True
+        for group in self.groups:
+            tier = render_tier(group.format.format)
+            cells_only &= tier == CELLS_TIER
+            seconds += len(group) * RENDER_SECONDS[tier] * (1.0 if style is None else JSON_COST)
+        if seconds < POOL_MIN_SECONDS:
+            return False
+        light = style is None and cells_only  # text of byte cells: little work for many bytes
+        return given or (processes > 1 and (not light or processes >= BYTE_CELLS_MIN_PROCESSES))
+
+    def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:
         """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
         cursors = [0] * len(self.groups)
         position = 0
         for start, stop in [*self._runs(TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
-            chunks = self._chunks(chunk_entries, FormatColumns._rows, cursors, position, start)
-            for first, last, rows in chunks:
-                yield _TextPiece(rows, self.entry_groups[first:last])
+            for first, last, rows in self._chunks(chunk_entries, _row_range, cursors, position, start):
+                yield _Piece(rows, (first, last))
             if start < stop:
                 number = int(self.entry_groups[start])
                 for first in range(start, stop, chunk_entries):
                     row = cursors[number]
                     cursors[number] = row + min(chunk_entries, stop - first)
-                    yield _TextPiece({number: self.groups[number]._rows(row, cursors[number])}, None)
+                    yield _Piece({number: (row, cursors[number])}, None)
             position = stop
 
     def text(self) -> str:
@@ -235,20 +283,154 @@ class PrintfDecoding:
             yield first, last, pieces
 
 
-@dataclass(frozen=True, slots=True)
-class _TextPiece:
-    """A piece of output with the rows it prints, so that any process renders it: the rows of each
-    group in it, and each entry's group where they interleave (None: one block of one group)."""
+def _row_range(_: FormatColumns, start: int, stop: int) -> tuple[int, int]:
+    return start, stop
 
-    rows: dict[int, _FormatRows]
-    numbers: np.ndarray | None
+
+Style = str | None  # TEXT, or the terminator of each JSON entry
+TEXT: Style = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """What pieces render from: each group's format, offsets and argument columns, and each entry's
+    group. In the caller they are the decoding's arrays; in a rendering process, views of the shared
+    file that `share` wrote (`_attached`), so that no rows are pickled."""
+
+    formats: tuple[DecodableFormat, ...]
+    offsets: tuple[np.ndarray | None, ...]
+    columns: tuple[tuple[np.ndarray, ...], ...]
+    entry_groups: np.ndarray | None
+
+    @classmethod
+    def of(cls, decoding: PrintfDecoding) -> _Columns:
+        groups = decoding.groups
+        return cls(
+            tuple(group.format for group in groups),
+            tuple(group.offsets for group in groups),
+            tuple(group.columns for group in groups),
+            decoding.entry_groups,
+        )
+
+    def rows(self, number: int, start: int, stop: int) -> _FormatRows:
+        columns = tuple(column[start:stop] for column in self.columns[number])
+        return _FormatRows(self.formats[number], columns, stop - start)
+
+    def share(self, path: str, *, offsets: bool, entry_groups: bool) -> None:
+        """Write the arrays pieces read (the offsets and each entry's group only when asked) to the file
+        `path`, a piece at a time so that this process holds no second copy, then their index: the
+        formats and where each array lies (pickled), its offset and size in the last 16 bytes."""
+        arrays: list[tuple[tuple[int, int], np.ndarray]] = []
+        for number, group_columns in enumerate(self.columns):
+            group_offsets = self.offsets[number]
+            if offsets and group_offsets is not None:
+                arrays.append(((number, -1), group_offsets))
+            arrays += [((number, index), column) for index, column in enumerate(group_columns)]
+        if entry_groups and self.entry_groups is not None:
+            arrays.append(((-1, -1), self.entry_groups))
+        places: dict[tuple[int, int], tuple[str, tuple[int, ...], int]] = {}
+        with open(path, "wb") as file:
+            for key, array in arrays:
+                file.write(bytes(-file.tell() % _SHARED_ALIGNMENT))
+                places[key] = (array.dtype.str, array.shape, file.tell())
+                for start in range(0, len(array), _SHARE_ROWS):
+                    file.write(np.ascontiguousarray(array[start : start + _SHARE_ROWS]).data)
+            index = pickle.dumps((self.formats, [len(group) for group in self.columns], places))
+            where = file.tell()
+            file.write(index)
+            file.write(_SHARED_TRAILER.pack(where, len(index)))
+
+    @classmethod
+    def load(cls, path: str) -> _Columns:
+        """The arrays `share` wrote to `path`, as read-only views of the file mapped here."""
+        with open(path, "rb") as file:
+            memory = mmap.mmap(file.fileno(), 0, prot=mmap.PROT_READ)
+        where, size = _SHARED_TRAILER.unpack_from(memory, len(memory) - _SHARED_TRAILER.size)
+        formats, widths, places = pickle.loads(memory[where : where + size])
+
+        def view(key: tuple[int, int]) -> np.ndarray | None:
+            if key not in places:
+                return None
+            dtype, shape, offset = places[key]
+            return np.ndarray(shape, dtype, buffer=memory, offset=offset)
+
+        columns = tuple(
+            tuple(view((number, index)) for index in range(width)) for number, width in enumerate(widths)
+        )
+        offsets = tuple(view((number, -1)) for number in range(len(formats)))
+        return cls(formats, offsets, columns, view((-1, -1)))  # type: ignore[arg-type]
+
+
+_SHARED_ALIGNMENT = 64
+_SHARE_ROWS = 1 << 18
+_SHARED_TRAILER = struct.Struct("<QQ")
+_ATTACHED: dict[str, _Columns] = {}  # in a rendering process: the shared files it has mapped, newest last
+_ATTACHED_FILES = 2
+
+
+def _attached(path: str) -> _Columns:
+    """The columns of the shared file `path`, mapped once per rendering process (the oldest of more
+    than _ATTACHED_FILES unmapped: its decoding is done)."""
+    columns = _ATTACHED.get(path)
+    if columns is None:
+        columns = _ATTACHED[path] = _Columns.load(path)
+        while len(_ATTACHED) > _ATTACHED_FILES:
+            del _ATTACHED[next(iter(_ATTACHED))]
+    return columns
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """A piece of output: rows `start..stop` of each group in it, and the range of the entries it
+    holds where several groups interleave (None: one block of one group)."""
+
+    rows: dict[int, tuple[int, int]]
+    entries: tuple[int, int] | None
+
+    def render(self, columns: _Columns, style: Style) -> str:
+        if self.entries is None:
+            ((number, (start, stop)),) = self.rows.items()
+            if style is None:
+                return _text(columns.rows(number, start, stop))
+            return _json_text(columns, number, (start, stop), style)
+        if style is None:
+            lines = {number: _lines(columns.rows(number, *bounds)) for number, bounds in self.rows.items()}
+        else:
+            lines = {
+                number: _json_lines(columns, number, bounds, style) for number, bounds in self.rows.items()
+            }
+        if len(lines) == 1:
+            return "".join(*lines.values())
+        assert columns.entry_groups is not None  # shared whenever groups interleave
+        first, last = self.entries
+        return "".join(_interleave(columns.entry_groups[first:last], lines))
+
+
+@dataclass(frozen=True, slots=True)
+class _SharedPiece:
+    """A piece for a rendering process: the shared file of the columns, the piece and its style."""
+
+    path: str
+    piece: _Piece
+    style: Style
 
     def text(self) -> str:
-        if self.numbers is None:
-            (rows,) = self.rows.values()
-            return _text(rows)
-        lines = {number: _lines(rows) for number, rows in self.rows.items()}
-        return "".join(_interleave(self.numbers, lines))
+        return self.piece.render(_attached(self.path), self.style)
+
+
+def _json_arguments(columns: _Columns, number: int, bounds: tuple[int, int]) -> tuple[np.ndarray, list]:
+    start, stop = bounds
+    offsets = columns.offsets[number]
+    assert offsets is not None  # shared for JSON
+    return offsets[start:stop], [column[start:stop] for column in columns.columns[number]]
+
+
+def _json_lines(columns: _Columns, number: int, bounds: tuple[int, int], terminator: str) -> list[str]:
+    return json_plan(columns.formats[number], terminator).lines(*_json_arguments(columns, number, bounds))
+
+
+def _json_text(columns: _Columns, number: int, bounds: tuple[int, int], terminator: str) -> str:
+    return json_plan(columns.formats[number], terminator).text(*_json_arguments(columns, number, bounds))
 
 
 class PrintfEntries(Sequence[PrintfEntry]):
@@ -354,7 +536,11 @@ def _gather(
     ]
     counts = sum((block_counts for _, block_counts in blocks), np.zeros(len(catalog.formats), dtype=np.int64))
     present = np.flatnonzero(counts).tolist()
-    rows = {number: _Rows(words, catalog.formats[number].dwords, int(counts[number])) for number in present}
+    whole = len(present) == 1  # every entry is of one format: its offsets are the starts themselves
+    rows = {
+        number: _Rows(words, catalog.formats[number].dwords, int(counts[number]), starts if whole else None)
+        for number in present
+    }
     for start, block_counts in blocks:
         block_numbers = numbers[start : start + _BLOCK_ENTRIES]
         block_starts = starts[start : start + _BLOCK_ENTRIES]
@@ -372,7 +558,7 @@ def _gather(
         FormatColumns(
             catalog.formats[number],
             rows[number].offsets,
-            argument_columns(catalog.formats[number].layout, rows[number].matrix),
+            argument_columns(catalog.formats[number].layout, rows[number].matrix, first=0),
         )
         for number in present
     )
@@ -380,20 +566,31 @@ def _gather(
 
 
 class _Rows:
-    """The (n, dwords) matrix of the `dwords` dwords at each of n offsets, filled a block at a time."""
+    """The (n, arguments) matrix of the argument dwords of the entries at n offsets (their headers left
+    out: the format says them), filled a block at a time; and the offsets, unless `offsets` gives them
+    all (every entry is of this format)."""
 
-    def __init__(self, words: np.ndarray, dwords: int, count: int) -> None:
-        row = np.dtype((np.void, 4 * dwords))
-        self._windows = np.ndarray((words.size - dwords + 1,), dtype=row, buffer=words, strides=(4,))
+    def __init__(self, words: np.ndarray, dwords: int, count: int, offsets: np.ndarray | None) -> None:
+        arguments = dwords - ENTRY_HEADER_DWORDS
+        self._windows = None
+        if arguments:
+            row = np.dtype((np.void, 4 * arguments))
+            windows = words.size - dwords + 1
+            self._windows = np.ndarray(
+                (windows,), dtype=row, buffer=words, offset=4 * ENTRY_HEADER_DWORDS, strides=(4,)
+            )
         self._filled = 0
-        self.offsets = np.empty(count, dtype=np.int64)
-        self.matrix = np.empty((count, dwords), dtype=DWORD)
+        self._given = offsets is not None
+        self.offsets = offsets if offsets is not None else np.empty(count, dtype=np.int64)
+        self.matrix = np.empty((count, arguments), dtype=DWORD)
 
     def append(self, offsets: np.ndarray) -> None:
-        """Copy the rows at `offsets` (one void item each) after those already there."""
+        """Copy the arguments of the entries at `offsets` after those already there."""
         stop = self._filled + offsets.size
-        self.offsets[self._filled : stop] = offsets
-        self.matrix[self._filled : stop] = (
-            self._windows[offsets].view(DWORD).reshape(-1, self.matrix.shape[1])
-        )
+        if not self._given:
+            self.offsets[self._filled : stop] = offsets
+        if self._windows is not None:
+            self.matrix[self._filled : stop] = (
+                self._windows[offsets].view(DWORD).reshape(-1, self.matrix.shape[1])
+            )
         self._filled = stop

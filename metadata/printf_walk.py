@@ -25,6 +25,12 @@ _FEW_KEYS = 8  # up to this many header keys, compare dword by dword per key; pa
 _REBUILD_STEPS = 64  # sequential steps before newly met formats are added to the candidates
 
 
+def _position_type(end: int) -> np.dtype:
+    """The integer type of dword positions below `end`: 32 bits for any buffer of up to 8 GiB, so that
+    the candidates of a large buffer take half the memory."""
+    return np.dtype(np.int32 if end < 1 << 31 else np.int64)
+
+
 def _number_type(count: int) -> np.dtype:
     """The smallest signed integer type that numbers `count` formats (small tables stay in the cache)."""
     return np.dtype(np.int8 if count <= 1 << 7 else np.int16 if count <= 1 << 15 else np.int32)
@@ -42,7 +48,9 @@ class _Headers:
         self.end = end
         self.lows = np.array([found.header & _LOW_DWORD for found in formats], dtype=DWORD)
         self.highs = np.array([found.header >> 32 for found in formats], dtype=DWORD)
-        self.unique_lows = np.unique(self.lows)
+        self.unique_lows = np.array(
+            sorted(set(self.lows.tolist())), dtype=DWORD
+        )  # np.unique imports numpy.ma
         first_of: dict[int, int] = {}
         for number, low in enumerate(self.lows.tolist()):
             first_of.setdefault(low >> _KEY_SHIFT, number)
@@ -185,20 +193,22 @@ class PrintfFraming:
             self._number = np.empty(0, dtype=np.int32)
             return
         headers = _Headers(formats, self.end)
-        pieces = [
-            headers.find(self.words, start, min(start + _BLOCK_DWORDS, self.end - 1))
-            for start in range(begin, self.end - 1, _BLOCK_DWORDS)
-        ]
-        breaks, total, previous_end = [], 0, None
-        for cand, _, ends in pieces:
+        positions = _position_type(self.end)
+        cands, numbers, breaks, total, previous_end = [], [], [], 0, None
+        for start in range(begin, self.end - 1, _BLOCK_DWORDS):
+            cand, block_numbers, ends = headers.find(
+                self.words, start, min(start + _BLOCK_DWORDS, self.end - 1)
+            )
             if cand.size == 0:
                 continue
             if previous_end is not None and previous_end != cand[0]:
                 breaks.append(np.array([total - 1]))
             breaks.append(np.flatnonzero(cand[1:] != ends[:-1]) + total)
             total, previous_end = total + cand.size, ends[-1]
-        self._cand = np.concatenate([cand for cand, _, _ in pieces])
-        self._number = np.concatenate([numbers for _, numbers, _ in pieces])
+            cands.append(cand.astype(positions))
+            numbers.append(block_numbers)
+        self._cand = np.concatenate(cands) if cands else np.empty(0, dtype=positions)
+        self._number = np.concatenate(numbers) if numbers else np.empty(0, dtype=np.int32)
         self._breaks = np.concatenate(breaks) if breaks else np.empty(0, dtype=np.int64)
 
     def _take_run(self, index: int) -> int:

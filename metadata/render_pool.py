@@ -1,20 +1,24 @@
 """Processes that render printf output for any decoding, started once and reused.
 
 Rendering is the costly part of turning a buffer into text, and it parallelises: each piece of the
-output carries the rows it prints, so a process needs nothing else. Two things do not scale and are
-avoided here. Starting processes: forking a driver's process copies its page tables (16 forks of the
-GPU benchmark's process take a quarter of a second), and forking a process with threads is unsafe;
-so a driver starts a RenderPool once, with the `forkserver` method (a small, clean server process
-forks the workers, the decoder already imported), and passes it to `PrintfDecoding.output_chunks`
-or `text_chunks` for every buffer. Moving the text: a pipe costs the receiving process several copies
-of every byte, and that process is the one that writes the output; so each worker leaves its piece
-in a file of a private directory in shared memory, which the caller reads once and removes (a piece
-that cannot be written there, shared memory being full, comes back through the pipe).
+output renders itself from what it names, so a process needs nothing else. Three things do not scale
+and are avoided here. Starting processes: forking a driver's process copies its page tables (16 forks
+of the GPU benchmark's process take a quarter of a second), and forking a process with threads is
+unsafe; so a driver starts a RenderPool once, with the `forkserver` method (a small, clean server
+process forks the workers, the decoder already imported), and passes it to `PrintfDecoding`'s
+`output_chunks`, `text_chunks` or `json_chunks` for every buffer. Moving the rows: pickling them into
+every task cost a second for 2^24 entries; so the decoder writes its columns once to a file in shared
+memory (`shared_file`), which every worker maps, and a piece names rows of it. Moving the text: a pipe
+costs the receiving process several copies of every byte, and that process is the one that writes the
+output; so each worker leaves its piece in a file of a private directory in shared memory, which the
+caller reads once and removes (a piece that cannot be written there, shared memory being full, comes
+back through the pipe).
 
 Ending: workers are helpers (`helper_process`): they die with their parent and leave SIGINT to it. A
 pool left by an exception (an interruption, a failed write) stops its workers at once rather than
-waiting for their pieces. A directory of pieces is named after the process that made it, so that one
-left by a process killed outright (SIGKILL) is removed by the next pool started on the machine.
+waiting for their pieces. A directory of pieces and a shared file are named after the process that made
+them, so that one left by a process killed outright (SIGKILL) is removed by the next pool started on the
+machine.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ Encoding = tuple[str, str]  # codec and error handler
 
 
 class Piece(Protocol):
-    """A piece of output that renders itself (pickled to the worker with the rows it prints)."""
+    """A piece of output that renders itself (pickled to the worker: what it names, not its rows)."""
 
     def text(self) -> str: ...
 
@@ -69,7 +73,7 @@ class RenderPool:
             context.set_forkserver_preload(PRELOADED_MODULES)
         self.processes = processes
         self._directories: set[str] = set()
-        remove_orphaned_directories()
+        remove_orphans()
         self._executor = ProcessPoolExecutor(processes, mp_context=context, initializer=become_helper)
         for answer in [self._executor.submit(abs, number) for number in range(processes)]:
             answer.result()  # every worker started
@@ -187,14 +191,35 @@ def _collect(result: str | bytes) -> bytes:
     return data
 
 
-def remove_orphaned_directories() -> None:
-    """Remove the directories of pieces whose process no longer runs (killed before it could)."""
+def remove_orphans() -> None:
+    """Remove the directories of pieces and the shared files whose process no longer runs (killed before
+    it could)."""
     parent = _shared_directory() or tempfile.gettempdir()
     with contextlib.suppress(OSError):
         for name in os.listdir(parent):
             found = _DIRECTORY_NAME.match(name)
             if found is not None and not _running(int(found.group(1))):
-                shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+                path = os.path.join(parent, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+
+
+@contextlib.contextmanager
+def shared_file(suffix: str) -> Iterator[str]:
+    """The path of a new file in shared memory, for what every worker reads (the rows of the pieces it
+    renders), removed on leaving; named after this process, as the directories of pieces are."""
+    handle, path = tempfile.mkstemp(
+        prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", suffix=suffix, dir=_shared_directory()
+    )
+    os.close(handle)
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _running(pid: int) -> bool:

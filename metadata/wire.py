@@ -122,12 +122,14 @@ def _pack(arg: ArgType, value: Any) -> bytes:
     return np.array([int(component) & mask for component in components], dtype=dtype).tobytes()
 
 
-def argument_columns(layout: Layout, matrix: np.ndarray) -> tuple[np.ndarray, ...]:
+def argument_columns(
+    layout: Layout, matrix: np.ndarray, first: int = ENTRY_HEADER_DWORDS
+) -> tuple[np.ndarray, ...]:
     """The packed arguments read back: the argument columns of entries gathered as the rows of `matrix`
-    (C-contiguous (n, entrySize) dwords). Each column is a view of `matrix`, with no copy; a 64-bit one
-    need not be 8-byte aligned."""
+    (C-contiguous (n, dwords): whole entries, or with `first` 0 their arguments alone). Each column is a
+    view of `matrix`, with no copy; a 64-bit one need not be 8-byte aligned."""
     columns = []
-    offset = ENTRY_HEADER_DWORDS
+    offset = first
     for arg in layout:
         columns.append(_column(arg, matrix, offset))
         offset += arg.dwords

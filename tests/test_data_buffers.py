@@ -11,10 +11,10 @@ from collections import Counter
 
 import pytest
 
+from lowering.cuda_driver import gpu_count
 from lowering.device import DeviceError
 from lowering.harness import run_sources
 from lowering.lowering_pass import Source
-from lowering.nvptx_device import gpu_count
 
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
 GPUS, NO_GPU = gpu_count()
@@ -129,7 +129,7 @@ def test_run_takes_buffers_from_files_and_dumps_them(tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU and CuPy: {NO_GPU}")
+@pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU: {NO_GPU}")
 def test_data_buffers_and_runtime_globals_on_the_gpu():
     count = 1 << 16
     values = [(n * 7919) % 100_003 - 50_000 for n in range(count)]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lowering.cuda_driver import gpu_count
 from lowering.harness import find_entry, run_sources
 from lowering.ir.reading import parse_source
 from lowering.lowered_module import Source
@@ -26,6 +27,9 @@ from metadata.instrumentation import METRIC_NAMES, InstrumentationTable
 from tests.instrumented_programs import Program
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+GPUS, NO_GPU = gpu_count()
+gpu = pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU: {NO_GPU}")
+AT_SCALE = 1 << 24
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
 METRIC = {name: index for index, name in enumerate(METRIC_NAMES)}
 
@@ -105,8 +109,7 @@ def test_blocks_are_numbered_in_function_then_block_order_after_printf_is_lowere
     assert "lgc.instrumentation.buffer" in lowered.ir
 
 
-def test_an_invocation_that_aborts_keeps_its_counts() -> None:
-    ir = """
+ABORTING = """
 @message = private unnamed_addr addrspace(4) constant [12 x i8] c"stop at %u\\0A\\00"
 declare void @lgc.debug.abort(ptr addrspace(7), ptr addrspace(4), ...)
 define void @main(ptr addrspace(7) %printf_buffer, ptr addrspace(7) %abort_buffer, i32 %id) {
@@ -128,9 +131,11 @@ abort:
 done:
   ret void
 }
-"""
-    ir = ir.replace("{ABORT_ARGUMENTS}", "ptr addrspace(7) %abort_buffer, ptr addrspace(4) @message, i32 %id")
-    result = run_sources([Source("abort.ll", ir)], invocations=9, instrument=True)
+""".replace("{ABORT_ARGUMENTS}", "ptr addrspace(7) %abort_buffer, ptr addrspace(4) @message, i32 %id")
+
+
+def test_an_invocation_that_aborts_keeps_its_counts() -> None:
+    result = run_sources([Source("abort.ll", ABORTING)], invocations=9, instrument=True)
     assert result.device_lost and result.loss == "shader abort"
     counted = _counts_by_label(result)
     ran = 6  # invocations 0..5, the last aborting after its loop
@@ -327,3 +332,50 @@ def test_decode_needs_something_to_decode(tmp_path: Path) -> None:
         and "amdpal.instrumentation" in failed.stderr
         and "Traceback" not in failed.stderr
     )
+
+
+# On the GPU: 2^24 invocations, every block's count against the numpy oracle.
+
+
+@gpu
+@pytest.mark.gpu
+def test_nvptx_counts_the_sample_exactly() -> None:
+    sample = (SAMPLES / "profile.ll").read_text()
+    result = run_sources(
+        [Source("profile.ll", sample)], device="nvptx", invocations=AT_SCALE, instrument=True
+    )
+    counted = _counts_by_label(result)
+    thirds = len(range(0, AT_SCALE, 3))
+    assert counted[("main", "entry")] == counted[("main", "done")] == AT_SCALE
+    assert counted[("main", "loop")] == sum(range(8)) * (AT_SCALE // 8)
+    assert counted[("main", "shade")] == counted[("falloff", "entry")] == thirds
+    assert counted[("main", "print")] == len(range(3, AT_SCALE, 16))
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", range(3))
+def test_nvptx_counts_generated_shaders_exactly(seed: int) -> None:
+    program = Program(seed, depth=2)
+    result = run_sources(
+        [Source(f"generated{seed}.ll", program.ir())], device="nvptx", invocations=AT_SCALE, instrument=True
+    )
+    assert not result.device_lost, result.loss
+    blocks, _ = program.expected_at_scale(AT_SCALE)
+    counted = _counts_by_label(result)
+    assert {label: counted[label] for label in program.labels()} == {
+        label: blocks[label] for label in program.labels()
+    }
+
+
+@gpu
+@pytest.mark.gpu
+def test_nvptx_an_invocation_that_aborts_keeps_its_counts() -> None:
+    """The trap ends every invocation still running, a warp's flush perhaps half done; the counts of the
+    invocation that aborted, flushed before its trap, are all in host memory."""
+    result = run_sources([Source("abort.ll", ABORTING)], device="nvptx", invocations=1 << 16, instrument=True)
+    assert result.loss == "shader abort"
+    counted = _counts_by_label(result)
+    assert counted[("main", "abort")] == 1
+    assert counted[("main", "entry")] >= 1 and counted[("main", "check")] >= 1
+    assert counted[("main", "loop")] >= 4 and counted[("main", "body")] >= 3

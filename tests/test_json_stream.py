@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from lowering.cli import main
-from lowering.commands import decode_command
-from lowering.commands.decode_command import _json_values, summary
+from lowering.commands.decode_command import summary
 from lowering.harness import run_sources
 from lowering.lowering_pass import Source
 from metadata import printf_buffer
 from metadata.buffer_builder import build_printf_buffer
 from metadata.elf_notes import note_only_elf
+from metadata.json_entries import json_values
 from metadata.layout import parse_layout
 from metadata.printf_buffer import decode_printf_buffer
 from metadata.table import FormatEntry, FormatTable
@@ -39,7 +39,7 @@ def whole(decoding, document: dict) -> dict:
             "offset": entry.offset,
             "id": entry.id,
             "format": entry.format,
-            "values": _json_values(entry.values),
+            "values": json_values(entry.values),
             "text": entry.text,
         }
         for entry in decoding.entries
@@ -63,7 +63,6 @@ def damaged_buffer(seed: int) -> bytes:
 def test_the_streamed_document_of_a_damaged_buffer_is_the_whole_one(
     capsysbinary, monkeypatch, tmp_path, seed, chunk
 ):
-    monkeypatch.setattr(decode_command, "TEXT_CHUNK_ENTRIES", chunk)
     monkeypatch.setattr(printf_buffer, "TEXT_CHUNK_ENTRIES", chunk)
     dump, elf = tmp_path / "dump.bin", tmp_path / "table.elf"
     dump.write_bytes(damaged_buffer(seed))

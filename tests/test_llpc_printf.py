@@ -12,9 +12,9 @@ from collections import Counter
 
 import pytest
 
+from lowering.cuda_driver import gpu_count
 from lowering.harness import run_sources
 from lowering.lowering_pass import Source, lower_sources
-from lowering.nvptx_device import gpu_count
 
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
 GPUS, NO_GPU = gpu_count()
@@ -96,7 +96,7 @@ def test_amdpal_with_the_user_data_node_needs_the_user_data_not_silently_dropped
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU and CuPy: {NO_GPU}")
+@pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU: {NO_GPU}")
 def test_printf_without_a_buffer_operand_on_the_gpu():
     result = run_sources([Source("llpc.ll", STRINGS + BODY)], invocations=1 << 12, device="nvptx")
     assert Counter(result.text().splitlines(keepends=True)) == Counter(expected(1 << 12))

@@ -4,18 +4,23 @@ vectorised walk against a one-entry-at-a-time reference walk on random and damag
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
+import os
+import pickle
+import signal
 import struct
+import tempfile
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metadata import printf_buffer, printf_walk
+from metadata import printf_buffer, printf_walk, render_pool
 from metadata.buffer_builder import build_buffer, build_printf_buffer, printf_entry
 from metadata.cformat import format_values
-from metadata.errors import BufferDecodeError, DprintfError
+from metadata.errors import BufferDecodeError, DprintfError, RenderError
 from metadata.layout import FLOAT, VECTOR_WIDTHS, ArgType, parse_layout
 from metadata.printf_buffer import decode_printf_buffer
 from metadata.render_pool import RenderPool
@@ -640,14 +645,15 @@ def test_text_chunks_rendered_by_forked_processes_are_the_same_pieces_in_order(m
     monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 8)
     data, lines = runs_buffer(5, 80)
     decoding = decode_printf_buffer(data, FUZZ_TABLE)
-    monkeypatch.setattr(printf_buffer, "PARALLEL_TEXT_ENTRIES", 1)
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
     parallel = list(decoding.text_chunks(16, processes=3))
     assert parallel == list(decoding.text_chunks(16)) and "".join(parallel) == "".join(lines)
     assert len(parallel) > 3
 
 
-def test_a_render_pool_started_once_renders_every_decoding_given_to_it():
-    """Workers from a forkserver hold no decoding: each piece carries its rows, of any format."""
+def test_a_render_pool_started_once_renders_every_decoding_given_to_it(monkeypatch):
+    """Workers from a forkserver hold no decoding: each piece names the rows it prints, of any format."""
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)  # even outputs this small
     first, first_lines = runs_buffer(5, 80)
     second, second_lines = runs_buffer(7, 30)
     with RenderPool(2) as pool:
@@ -670,15 +676,75 @@ def test_output_chunks_are_the_bytes_c_writes_from_any_process(monkeypatch):
     serial = list(decoding.output_chunks(16))
     assert b"".join(serial) == expected and len(serial) == 14
     assert b"".join(serial) == decoding.text().encode(*printf_buffer.OUTPUT_ENCODING)
-    monkeypatch.setattr(printf_buffer, "PARALLEL_TEXT_ENTRIES", 1)
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
     monkeypatch.setattr(printf_buffer, "PARALLEL_CHUNK_ENTRIES", 16)
     assert list(decoding.output_chunks(processes=3)) == serial
+
+
+def shared_files() -> set[str]:
+    """The files of columns this process has in shared memory (`render_pool.shared_file`)."""
+    directory = render_pool._shared_directory() or tempfile.gettempdir()
+    prefix = f"{render_pool.DIRECTORY_PREFIX}{os.getpid()}-"
+    return {name for name in os.listdir(directory) if name.startswith(prefix) and name.endswith(".columns")}
+
+
+def test_pieces_reach_the_renderers_as_row_ranges_of_a_shared_file_removed_after(monkeypatch):
+    """No rows travel with a piece: it names the file of columns, which is gone once the output is."""
+    sent = []
+    submit = RenderPool._submit
+    monkeypatch.setattr(RenderPool, "_submit", lambda pool, task: sent.append(task) or submit(pool, task))
+    data, lines = runs_buffer(5, 80)
+    decoding = decode_printf_buffer(data, FUZZ_TABLE)
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    with RenderPool(2) as pool:
+        chunks = decoding.text_chunks(16, pool=pool)
+        first = next(chunks)
+        assert len(shared_files()) == 1
+        assert first + "".join(chunks) == "".join(lines)
+    assert shared_files() == set()
+    assert sent and all(len(pickle.dumps(task)) < 600 for task in sent)
+
+
+@FORK_OF_ONE_PYTHON_THREAD
+def test_a_renderer_killed_while_it_reads_the_shared_columns_is_a_render_error(monkeypatch):
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    dying = classmethod(lambda cls, path: os.kill(os.getpid(), signal.SIGKILL))
+    monkeypatch.setattr(printf_buffer._Columns, "load", dying)  # in the forked renderers too
+    data, _ = runs_buffer(5, 80)
+    decoding = decode_printf_buffer(data, FUZZ_TABLE)
+    with RenderPool(2, "fork") as pool:
+        with pytest.raises(RenderError, match="a rendering process died"):
+            list(decoding.output_chunks(16, pool=pool))
+        with pytest.raises(RenderError, match="the render pool cannot render"):
+            list(decoding.json_chunks(pool=pool))
+    assert shared_files() == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "entries", "processes", "pays"),
+    [
+        ("%u\n", 1 << 18, 16, False),  # byte cells: 0.05 s in one process
+        ("%u\n", 1 << 20, 16, True),
+        ("%u\n", 1 << 22, 2, False),  # two processes render byte cells no faster than one
+        ("%u\n", 1 << 22, 3, True),
+        ("%u %c\n", 1 << 18, 2, True),  # the `%` template: 0.26 s, and two processes halve it
+        ("%u %c\n", 1 << 16, 16, False),
+    ],
+)
+def test_a_pool_renders_only_outputs_that_one_process_renders_slower(text, entries, processes, pays):
+    entry = entry_for(text, ",".join(["i32"] * text.count("%")))
+    decoding = decode_printf_buffer(
+        build_printf_buffer([(entry, [1] * len(entry.layout))]), FormatTable([entry])
+    )
+    (group,) = decoding.groups
+    large = dataclasses.replace(group, offsets=np.zeros(entries, dtype=np.int64))
+    assert dataclasses.replace(decoding, groups=(large,))._pool_pays(printf_buffer.TEXT, processes) is pays
 
 
 def test_small_decodings_are_rendered_in_the_calling_process(monkeypatch):
     data, lines = runs_buffer(6, 4)
     decoding = decode_printf_buffer(data, FUZZ_TABLE)
-    monkeypatch.setattr(printf_buffer, "RenderPool", None)  # any pool would fail
+    monkeypatch.setattr(render_pool, "RenderPool", None)  # any pool would fail
     assert "".join(decoding.text_chunks(processes=8)) == "".join(lines)
 
 

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-from collections.abc import Iterator, Sequence
-from json.encoder import encode_basestring_ascii
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from metadata.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.buffer_region import Issue
 from metadata.elf_notes import read_document
 from metadata.instrumentation import INSTRUMENTATION_KEY, InstrumentationError, InstrumentationTable
+from metadata.json_entries import DOCUMENT_TERMINATOR, LINE_TERMINATOR, json_values
 from metadata.linking import FormatRegistry
-from metadata.printf_buffer import TEXT_CHUNK_ENTRIES, PrintfDecoding, decode_printf_buffer
+from metadata.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.profile import Profile
 from metadata.validation import (
     SITE_RECORD_DWORDS,
@@ -187,7 +186,6 @@ def report_aborts(aborts: AbortDecoding) -> None:
         warn(f"abort buffer: {issue}")
 
 
-_VALUES_ENCODER = json.JSONEncoder(allow_nan=False)  # one encoder: `json.dumps` with options makes one a call
 ENTRIES = "\0entries\0"  # where the printf entries go in a summary: written in pieces, never held whole
 
 
@@ -222,48 +220,37 @@ def summary(
 
 def write_json(document: dict[str, Any], printf: PrintfDecoding, *, lines: bool = False) -> None:
     """The `--json` document (`summary` with the entries in their place), or with `lines` one entry a
-    line and then the summary without entries on the last line (`--json-lines`). Written a chunk of
-    entries at a time, so that memory is bounded by the buffer, not by the text."""
-    chunks = _entry_chunks(printf)
+    line and then the summary without entries on the last line (`--json-lines`). The entries are
+    rendered a piece at a time (`PrintfDecoding.json_chunks`), by every CPU when large, so that memory
+    is bounded by the buffer, not by the text."""
+    processes = os.cpu_count() or 1
     if lines:
-        for chunk in chunks:
-            _write("".join(f"{line}\n" for line in chunk))
+        _write_entries(printf.json_chunks(LINE_TERMINATOR, processes=processes))
         printf_figures = {key: value for key, value in document["printf"].items() if key != "entries"}
         _write(json.dumps({**document, "printf": printf_figures}, allow_nan=False) + "\n")
         return
     before, after = json.dumps(document, allow_nan=False).split(json.dumps(ENTRIES), 1)
     _write(before + "[")
-    separator = ""
-    for chunk in chunks:
-        _write(separator + ", ".join(chunk))
-        separator = ", "
+    _write_entries(printf.json_chunks(DOCUMENT_TERMINATOR, processes=processes), DOCUMENT_TERMINATOR)
     _write("]" + after + "\n")
+
+
+def _write_entries(chunks: Generator[bytes, None, None], separator: str = "") -> None:
+    """The entries' JSON to stdout; with a `separator` (which ends each entry), not after the last."""
+    held = len(separator)
+    try:
+        pending = b""
+        for chunk in chunks:
+            write_stdout(pending)
+            write_stdout(chunk[: len(chunk) - held] if held else chunk)
+            pending = separator.encode("ascii")
+    finally:
+        chunks.close()  # now, not when collected: an interrupted render stops its workers at once
 
 
 def _write(text: str) -> None:
     """JSON text to stdout: ASCII, as `json.dumps` escapes it."""
     write_stdout(text.encode("ascii"))
-
-
-def _entry_chunks(printf: PrintfDecoding) -> Iterator[list[str]]:
-    """The entries as JSON texts (what `json.dumps` writes of their maps), TEXT_CHUNK_ENTRIES a list;
-    each format's string encoded once."""
-    chunk: list[str] = []
-    formats: dict[str, str] = {}
-    for entry in printf.entries:
-        string = formats.get(entry.format)
-        if string is None:
-            string = formats[entry.format] = encode_basestring_ascii(entry.format)
-        values = _VALUES_ENCODER.encode(_json_values(entry.values))
-        chunk.append(
-            f'{{"offset": {entry.offset}, "id": {entry.id}, "format": {string}, "values": {values}, '
-            f'"text": {encode_basestring_ascii(entry.text)}}}'
-        )
-        if len(chunk) == TEXT_CHUNK_ENTRIES:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def _site_document(report: SiteReport) -> dict[str, Any]:
@@ -297,7 +284,7 @@ def _abort_document(aborts: AbortDecoding) -> dict[str, Any]:
                 "offset": message.offset,
                 "id": message.id,
                 "format": message.format,
-                "values": _json_values(message.values),
+                "values": json_values(message.values),
                 "text": message.text,
                 "payload": message.payload.hex(),
             }
@@ -310,14 +297,3 @@ def _abort_document(aborts: AbortDecoding) -> dict[str, Any]:
 
 def _json_issues(issues: tuple[Issue, ...]) -> list[dict[str, Any]]:
     return [{"offset": issue.offset, "message": issue.message} for issue in issues]
-
-
-def _json_values(values: tuple) -> list:
-    """Values as JSON: integers (raw unsigned bits), floats, lists for vectors; "nan", "inf", "-inf"."""
-    return [_json_values(value) if isinstance(value, tuple) else _json_number(value) for value in values]
-
-
-def _json_number(value: int | float) -> int | float | str:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value

@@ -4,21 +4,32 @@
   - on the cpu: a C program that `printf`s the same N lines, built with the system compiler (`cc -O2`);
   - on the GPU (`--device nvptx`): a CUDA C program whose kernel `printf`s the same line, built with nvcc,
     in launches of 2^22 invocations, each synchronised (CUDA's FIFO holds about that many lines).
-At N = 1, 2^20, 2^22, 2^24, with the output to a file and to /dev/null: wall seconds (best of `--repeat`)
-and the ratio; the line multisets are compared at 2^20. Then `--json` and `--json-lines` to /dev/null:
-entries a second and the child's peak resident memory against the printf buffer's size. And the floors
-of start-up: a bare Python; one that imports llvmlite and numpy; on the GPU, one that creates a CuPy
-context.
+At N = 1, 2^20, 2^22, 2^24, with the output to a file and to /dev/null: wall seconds (best of `--repeat`;
+the baseline's of `--baseline-repeat`) and the ratio; the line multisets are compared at 2^20. Then
+`--json` and `--json-lines` to /dev/null: entries a second and the peak resident memory against the
+printf buffer's size (the largest of the command and the processes it waited for, as `wait4` reports it),
+with the target of issue #11, twice the buffer plus 200 MB. And the floors of start-up: a bare Python
+(with and without `site`); one that imports llvmlite and numpy; on the GPU, one that creates a CUDA
+context through the driver as the nvptx worker does (`python -S`, ctypes), and one that creates a CuPy
+context where CuPy is installed.
+
+The command is run as `python3 -m lowering.cli` with the interpreter running the benchmark, so that a
+checkout on PYTHONPATH is measured as an installed `dprintf` would be (the console script only imports
+`lowering.cli` and calls `main`). Byte-compiled files are written as they are on an install
+(PYTHONDONTWRITEBYTECODE is cleared), and each command is run once before it is timed.
 
     python3 tests/benchmarks/bench_cli.py [--device cpu|nvptx] [--max-log2 24] [--repeat 3]
+        [--baseline-repeat N]
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,11 +69,29 @@ int main(int argc, char** argv) {{
 """
 
 
+ENVIRONMENT = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+# The command in-process, then the peaks of its own process and of the largest process it waited for.
+PEAKS = (
+    "import resource, sys\n"
+    "from lowering.cli import main\n"
+    "status = main(sys.argv[1:])\n"
+    "sys.stdout.flush()\n"
+    "peaks = [resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]"
+    "\n"
+    "print(*peaks, file=sys.stderr)\n"
+    "sys.exit(status)\n"
+)
+DRIVER_CONTEXT = (
+    "from lowering.cuda_driver import CudaDriver; driver = CudaDriver.load(); driver.initialise(); "
+    "driver.use_primary_context(driver.device(0))"
+)
+
+
 def timed(command: list[str], output: str) -> tuple[float, int]:
     """Wall seconds of `command` with stdout to `output`, and its peak resident memory in bytes."""
     with open(output, "wb") as sink:
         started = time.perf_counter()
-        child = subprocess.Popen(command, stdout=sink, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen(command, stdout=sink, stderr=subprocess.DEVNULL, env=ENVIRONMENT)
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -71,9 +100,26 @@ def timed(command: list[str], output: str) -> tuple[float, int]:
     return seconds, usage.ru_maxrss * 1024
 
 
+def peaks(arguments: list[str]) -> tuple[float, float]:
+    """The peak resident MiB of the command's own process and of the largest process it waited for (a
+    renderer forked from it counts the pages it shares with it)."""
+    command = [sys.executable, "-c", PEAKS, *arguments]
+    done = subprocess.run(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENVIRONMENT, check=True
+    )
+    own, child = done.stderr.decode().split()[-2:]
+    return int(own) / 1024, int(child) / 1024
+
+
 def best(command: list[str], output: str, repeat: int) -> tuple[float, int]:
+    return best_and_median(command, output, repeat)[::2]
+
+
+def best_and_median(command: list[str], output: str, repeat: int) -> tuple[float, float, int]:
+    """The least and the median wall seconds of `repeat` runs, and the largest peak memory."""
     runs = [timed(command, output) for _ in range(repeat)]
-    return min(seconds for seconds, _ in runs), max(memory for _, memory in runs)
+    times = [seconds for seconds, _ in runs]
+    return min(times), statistics.median(times), max(memory for _, memory in runs)
 
 
 def build(directory: Path, device: str) -> list[str]:
@@ -120,14 +166,22 @@ def same_lines(first: str, second: str) -> bool:
 def floors(device: str, repeat: int) -> list[str]:
     commands = {
         "bare Python": [sys.executable, "-c", "pass"],
+        "bare Python without site (-S)": [sys.executable, "-S", "-c", "pass"],
         "Python importing llvmlite and numpy": [sys.executable, "-c", "import llvmlite.binding, numpy"],
     }
     if device == "nvptx":
-        commands["Python creating a CuPy context"] = [
+        commands["Python -S creating a CUDA context through the driver (ctypes)"] = [
             sys.executable,
+            "-S",
             "-c",
-            "import cupy; cupy.cuda.Device(0).use(); cupy.zeros(1).sum()",
+            DRIVER_CONTEXT,
         ]
+        if importlib.util.find_spec("cupy") is not None:
+            commands["Python creating a CuPy context"] = [
+                sys.executable,
+                "-c",
+                "import cupy; cupy.cuda.Device(0).use(); cupy.zeros(1).sum()",
+            ]
     return [
         f"floor, {name}: {best(command, os.devnull, repeat)[0]:.3f} s" for name, command in commands.items()
     ]
@@ -138,7 +192,11 @@ def main() -> None:
     parser.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
     parser.add_argument("--max-log2", type=int, default=24)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--baseline-repeat", type=int, help="runs of the C or CUDA program (default: --repeat)"
+    )
     args = parser.parse_args()
+    baseline_repeat = args.baseline_repeat or args.repeat
     sizes = [1, *(1 << n for n in (20, 22, 24) if n <= args.max_log2)]
     print("\n".join(floors(args.device, args.repeat)), flush=True)
     with tempfile.TemporaryDirectory() as directory:
@@ -151,10 +209,15 @@ def main() -> None:
                 ("file", ours_file, theirs_file),
                 ("/dev/null", os.devnull, os.devnull),
             ):
-                theirs, _ = best([*baseline, str(invocations)], theirs_output, args.repeat)
-                ours, _ = best(dprintf(args.device, invocations), ours_output, args.repeat)
+                theirs, _ = best([*baseline, str(invocations)], theirs_output, baseline_repeat)
+                timed(dprintf(args.device, invocations), ours_output)  # byte-compiled, the JIT cache warm
+                ours, median, _ = best_and_median(dprintf(args.device, invocations), ours_output, args.repeat)
                 ratio = f"{theirs / ours:.2f}x faster" if ours < theirs else f"{ours / theirs:.2f}x slower"
-                print(f"{invocations:>12} {label:>9} {theirs:>8.3f}s {ours:>8.3f}s {ratio}", flush=True)
+                print(
+                    f"{invocations:>12} {label:>9} {theirs:>8.3f}s {ours:>8.3f}s {ratio} "
+                    f"(dprintf's median {median:.3f} s)",
+                    flush=True,
+                )
             if invocations == 1 << 20:
                 print(
                     f"  the lines of both at 2^20 are the same multiset: {same_lines(ours_file, theirs_file)}"
@@ -163,12 +226,16 @@ def main() -> None:
         for option in ("--json", "--json-lines"):
             seconds, memory = best(dprintf(args.device, largest, option), os.devnull, 1)
             buffer_bytes = 16 + ENTRY_BYTES * largest
+            target = 2 * buffer_bytes + 200 * 10**6
             print(
                 f"{option}, {largest} entries to /dev/null: {seconds:.2f} s, "
                 f"{largest / seconds / 1e6:.3f} M entries/s, peak {memory / 2**20:.0f} MiB = "
-                f"{memory / buffer_bytes:.2f}x the buffer ({buffer_bytes / 2**20:.0f} MiB)",
+                f"{memory / buffer_bytes:.2f}x the buffer ({buffer_bytes / 2**20:.0f} MiB; "
+                f"target under {target / 2**20:.0f} MiB: {'met' if memory < target else 'not met'})",
                 flush=True,
             )
+            own, child = peaks(dprintf(args.device, largest, option)[3:])
+            print(f"  of which the command's own process {own:.0f} MiB, its largest child {child:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -46,11 +46,12 @@ from pathlib import Path
 
 import cupy
 import numpy as np
+from cupy_kernel import CudaKernel
 
 from lowering.device import EntryPoint
 from lowering.harness import find_entry
 from lowering.lowering_pass import LoweredModule, Source, lower_sources
-from lowering.nvptx_device import BLOCK_THREADS, CudaKernel, kernel_ptx
+from lowering.nvptx_device import BLOCK_THREADS, kernel_ptx
 from lowering.targets import Aggregation, get_target
 from metadata.layout import parse_layout
 from metadata.printf_buffer import decode_printf_buffer

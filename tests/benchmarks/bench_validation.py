@@ -160,10 +160,11 @@ def gpu_ratios(invocations: int) -> list[str]:
     """(a): kernel times of each kernel with and without validation, interleaved batches, medians."""
     import cupy
     import numpy as np
+    from cupy_kernel import CudaKernel
 
     from lowering.device import EntryPoint
     from lowering.harness import VALIDATION_SIZES_GLOBAL
-    from lowering.nvptx_device import CudaKernel, kernel_ptx, ptx_name
+    from lowering.nvptx_device import kernel_ptx, ptx_name
 
     printf = cupy.zeros(1 << 20, dtype=cupy.uint32)
     printf[2] = printf.size - 4  # reserved0: the capacity in dwords
