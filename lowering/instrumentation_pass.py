@@ -10,7 +10,9 @@ that an invocation that aborts keeps the counts it made), it adds them to the bu
 `alwaysinline` flush helper: one atomic add per block entered per call, never one per entry, so that
 threads do not meet on a counter's cache line at each block. On targets whose lanes run in warps
 (nvptx), the active lanes sum their counts with `redux.sync` and one lane adds the sum: a warp's
-lanes add what they counted with one atomic.
+lanes add what they counted with one atomic. There, too, each multiprocessor adds to its own copy of
+the counters (`Target.counter_slices`, the table's `.slices`), so that warps across the GPU do not
+queue on one address; the decoder sums the copies.
 
 The buffer is the pointer in `@lgc.instrumentation.buffer`, which the runtime sets (SPEC 10): a
 16-byte header, then one `u64` counter a block. On a target whose globals hold buffer resources
@@ -91,14 +93,17 @@ class _Instrumentation:
         self.sources: dict[int, str | None] = {}
 
     def run(self) -> InstrumentationTable:
-        for number, function in enumerate(list(self.module.definitions())):
-            first = len(self.blocks)
+        functions = list(self.module.definitions())
+        firsts = []
+        for function in functions:
+            firsts.append(len(self.blocks))
             for block in function.blocks or ():
                 self.blocks.append(self._describe(function, block))
+        for number, (function, first) in enumerate(zip(functions, firsts, strict=True)):
             self._count(function, first, f"{self.prefix}flush.{number}")
         if self.blocks:
             self.module.add_ir(self.helpers)
-        return InstrumentationTable(tuple(self.blocks))
+        return InstrumentationTable(tuple(self.blocks), slices=self.target.counter_slices)
 
     # The table.
 
@@ -240,12 +245,24 @@ class _Instrumentation:
         if self.buffer_global.value_type != self.buffer_type:
             buffer = builder.addrspacecast(buffer, self.buffer_type, name="buffer.cast")
         add = self._warp_adder(builder) if self.target.sums_counts_per_warp else _plain_adder(builder)
+        if self.target.counter_slices > 1:
+            buffer = builder.gep(
+                buffer, [self._slice_offset(builder)], source_etype=ir.IntType(8), name="slice"
+            )
         for k, value in enumerate(function.args):
             offset = BUFFER_HEADER.size + COUNTER_BYTES * (first + k)
             slot = builder.gep(buffer, [constant(offset)], source_etype=ir.IntType(8), name=f"slot.{k}")
             add(value, slot, k)
         builder.ret_void()
         return name
+
+    def _slice_offset(self, builder: ir.IRBuilder) -> ir.Value:
+        """Where this multiprocessor's copy of the counters starts (`Target.counter_slices`): its SM's
+        number, modulo the copies, times a copy's bytes."""
+        smid = builder.call(declared(builder.module, "llvm.nvvm.read.ptx.sreg.smid", I32, []), [], name="sm")
+        copy = builder.and_(smid, constant(self.target.counter_slices - 1, I32), name="copy")
+        stride = constant(COUNTER_BYTES * len(self.blocks))
+        return builder.mul(builder.zext(copy, I64, name="copy.wide"), stride, name="copy.offset")
 
     def _warp_adder(self, builder: ir.IRBuilder) -> Callable[[ir.Value, ir.Value, int], None]:
         """Adding a count on nvptx: the active lanes' sum, added by the lowest active lane when not zero.

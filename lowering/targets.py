@@ -23,6 +23,7 @@ class Aggregation(enum.Enum):
 
 
 OUTLINED_CALLS_THRESHOLD = 32
+COUNTER_SLICES = 128  # nvptx: copies of the block counters, one per multiprocessor (an H100 has 132)
 INPUT_BUFFER_ADDRESS_SPACE = 7  # the AMDGPU buffer fat pointer: the buffers' address space in the input IR
 
 
@@ -44,7 +45,8 @@ class Target:
     of one function (SI Fix SGPR copies, straight-line strength reduction, the load/store vectorizer,
     the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs the device
     little next to a debug printf's stores. `sums_counts_per_warp`: instrumentation's block counts are
-    summed over a warp's active lanes and added by one of them (SPEC 10).
+    summed over a warp's active lanes and added by one of them (SPEC 10), and `counter_slices` (a power of
+    two) copies of the counters take the atomics, a multiprocessor's to the copy its number picks.
     """
 
     name: str
@@ -57,6 +59,7 @@ class Target:
     outlines_calls_above: int | None = None
     resource_globals: bool = False
     sums_counts_per_warp: bool = False
+    counter_slices: int = 1
 
     @property
     def buffer_type(self) -> str:
@@ -86,6 +89,7 @@ TARGETS: dict[str, Target] = {
             buffer_address_space=1,
             aggregation=Aggregation.OUTSIDE_ENTRIES,
             sums_counts_per_warp=True,
+            counter_slices=COUNTER_SLICES,
         ),
     )
 }

@@ -5,6 +5,11 @@ The device counts block entries only; a block's cost in each metric is its count
 number of such instructions, which the table carries. Both layouts are declared here once: the table
 (`amdpal.instrumentation`, a sibling of `amdpal.format_strings` in the same note) and the buffer (a
 16-byte header, then one `u64` counter a block).
+
+Beyond SPEC 10, the table's `.slices` (default 1) says the buffer holds that many copies of the
+counters, one after the other, which the code spreads its atomics over (a GPU's lanes on different
+multiprocessors add to different copies, rather than every warp to one address); a block's count is
+the sum of its counter in every copy.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ METRIC_NAMES = tuple(metric.name for metric in METRICS)
 # The buffer: struct { u32 numBlocks; u32 numMetrics; u8 reserved[8]; u64 counters[numBlocks]; }.
 BUFFER_HEADER = struct.Struct("<II8x")
 COUNTER_BYTES = 8
+MAX_SLICES = 1024
 
 
 class InstrumentationError(DprintfError):
@@ -140,15 +146,17 @@ class InstrumentationTable:
 
     blocks: tuple[BlockInfo, ...] = ()
     metrics: tuple[Metric, ...] = METRICS
+    slices: int = 1
 
     def to_document(self) -> dict[str, Any]:
-        return {
-            INSTRUMENTATION_KEY: {
-                ".version": VERSION,
-                ".metrics": [{".name": m.name, ".description": m.description} for m in self.metrics],
-                ".blocks": [block.to_map() for block in self.blocks],
-            }
+        found = {
+            ".version": VERSION,
+            ".metrics": [{".name": m.name, ".description": m.description} for m in self.metrics],
+            ".blocks": [block.to_map() for block in self.blocks],
         }
+        if self.slices != 1:
+            found[".slices"] = self.slices
+        return {INSTRUMENTATION_KEY: found}
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> InstrumentationTable | None:
@@ -161,25 +169,29 @@ class InstrumentationTable:
         try:
             metrics = tuple(Metric(str(m[".name"]), str(m[".description"])) for m in found[".metrics"])
             raw_blocks = list(found[".blocks"])
-        except (KeyError, TypeError) as failure:
+            slices = int(found.get(".slices", 1))
+        except (KeyError, TypeError, ValueError) as failure:
             raise InstrumentationError(f"{INSTRUMENTATION_KEY} is malformed: {failure}") from None
+        if not 1 <= slices <= MAX_SLICES:
+            raise InstrumentationError(f"{INSTRUMENTATION_KEY} has {slices} slices, not 1 to {MAX_SLICES}")
         blocks = tuple(BlockInfo.from_map(block, len(metrics)) for block in raw_blocks)
         if [block.index for block in blocks] != list(range(len(blocks))):
             raise InstrumentationError(f"{INSTRUMENTATION_KEY} blocks are not numbered 0, 1, ...")
-        return cls(blocks, metrics)
+        return cls(blocks, metrics, slices)
 
     def buffer_size(self) -> int:
-        """Bytes of the buffer for this table: the header and one counter a block."""
-        return BUFFER_HEADER.size + COUNTER_BYTES * len(self.blocks)
+        """Bytes of the buffer for this table: the header and one counter a block in each slice."""
+        return BUFFER_HEADER.size + COUNTER_BYTES * len(self.blocks) * self.slices
 
     def initial_buffer(self) -> bytes:
         """The buffer as the runtime sets it before a launch: the header, every counter 0."""
         return self.buffer([0] * len(self.blocks))
 
     def buffer(self, counts: Sequence[int]) -> bytes:
-        """The buffer holding `counts`, as the device leaves it."""
+        """A buffer holding `counts`: in the first slice, the others 0."""
         header = BUFFER_HEADER.pack(len(self.blocks), len(self.metrics))
-        return header + struct.pack(f"<{len(counts)}Q", *counts)
+        rest = bytes(COUNTER_BYTES * len(self.blocks) * (self.slices - 1))
+        return header + struct.pack(f"<{len(counts)}Q", *counts) + rest
 
 
 def read_counters(data: bytes | bytearray | memoryview, table: InstrumentationTable) -> tuple[int, ...]:
@@ -199,8 +211,10 @@ def read_counters(data: bytes | bytearray | memoryview, table: InstrumentationTa
     if len(data) < end:
         raise InstrumentationError(
             f"the instrumentation buffer has {len(data)} bytes, {end} expected for {blocks} blocks"
+            + (f" in {table.slices} slices" if table.slices != 1 else "")
         )
-    return struct.unpack_from(f"<{blocks}Q", data, BUFFER_HEADER.size)
+    copies = struct.unpack_from(f"<{blocks * table.slices}Q", data, BUFFER_HEADER.size)
+    return tuple(sum(copies[block::blocks]) % (1 << 64) for block in range(blocks))
 
 
 def executed(table: InstrumentationTable, counts: Sequence[int]) -> list[tuple[int, ...]]:

@@ -23,7 +23,7 @@ from lowering.nvptx_device import kernel_ptx
 from lowering.target_machines import optimize, target_machine
 from metadata.arm_instrumentation import arm_values, arm_values_document
 from metadata.elf_notes import read_document
-from metadata.instrumentation import METRIC_NAMES, InstrumentationTable
+from metadata.instrumentation import METRIC_NAMES, InstrumentationError, InstrumentationTable, read_counters
 from tests.instrumented_programs import Program
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
@@ -379,3 +379,25 @@ def test_nvptx_an_invocation_that_aborts_keeps_its_counts() -> None:
     assert counted[("main", "abort")] == 1
     assert counted[("main", "entry")] >= 1 and counted[("main", "check")] >= 1
     assert counted[("main", "loop")] >= 4 and counted[("main", "body")] >= 3
+
+
+def test_a_buffer_of_several_slices_sums_them() -> None:
+    """`.slices` copies of the counters (nvptx: one per multiprocessor); a block's count is their sum."""
+    lowered = lower_sources(
+        [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], "nvptx", instrument=True
+    )
+    table = lowered.instrumentation
+    assert table.slices == 128 and table.buffer_size() == 16 + 8 * len(table.blocks) * 128
+    assert InstrumentationTable.from_document(table.to_document()) == table
+    blocks = len(table.blocks)
+    copies = [(slice_ * 1000 + block) for slice_ in range(table.slices) for block in range(blocks)]
+    data = table.initial_buffer()[:16] + b"".join(count.to_bytes(8, "little") for count in copies)
+    assert read_counters(data, table) == tuple(
+        sum(slice_ * 1000 + block for slice_ in range(table.slices)) for block in range(blocks)
+    )
+    with pytest.raises(InstrumentationError, match="slices"):
+        read_counters(data[:-8], table)
+    document = table.to_document()
+    document["amdpal.instrumentation"][".slices"] = 0
+    with pytest.raises(InstrumentationError, match="0 slices"):
+        InstrumentationTable.from_document(document)

@@ -351,9 +351,9 @@ def exact_counts(log2: int, seeds: range) -> list[str]:
             for block, count in zip(result.profile.table.blocks, result.profile.counts, strict=True)
         }
         wrong = {
-            label: (counted.get(label), expected_blocks[label])
+            label: (counted.get(label, 0), expected_blocks[label])
             for label in program.labels()
-            if counted.get(label) != expected_blocks[label]
+            if counted.get(label, 0) != expected_blocks[label]
         }
         assert not wrong, wrong
         lines.append(
