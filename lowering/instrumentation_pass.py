@@ -21,7 +21,7 @@ The buffer is the pointer in `@lgc.instrumentation.buffer`, which the runtime se
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
@@ -238,23 +238,33 @@ class _Instrumentation:
             self.helpers, name, ir.VoidType(), [(I64, f"count.{k}") for k in range(count)], ["alwaysinline"]
         )
         builder = ir.IRBuilder(function.append_basic_block("entry"))
+        counts: list[ir.Value] = list(function.args)
+        adds: ir.Value | None = None
+        if self.target.sums_counts_per_warp:
+            counts, adds = _warp_sums(builder, counts)
+        buffer = self._buffer(builder)
+        with builder.if_then(adds) if adds is not None else contextlib.nullcontext():
+            for k, value in enumerate(counts):
+                offset = BUFFER_HEADER.size + COUNTER_BYTES * (first + k)
+                slot = builder.gep(buffer, [constant(offset)], source_etype=ir.IntType(8), name=f"slot.{k}")
+                with builder.if_then(builder.icmp_unsigned("!=", value, constant(0), name=f"nonzero.{k}")):
+                    builder.atomic_rmw("add", slot, value, "monotonic")
+        builder.ret_void()
+        return name
+
+    def _buffer(self, builder: ir.IRBuilder) -> ir.Value:
+        """The counters: the global's buffer, cast where the global holds a resource; on a target of
+        several copies, this multiprocessor's copy (`_slice_offset`)."""
         held = self.buffer_global.value_type
-        buffer = builder.load(
-            self.buffer_global, typ=held, name="buffer", align=16 if held != self.buffer_type else 8
-        )
-        if self.buffer_global.value_type != self.buffer_type:
+        align = 16 if held != self.buffer_type else 8
+        buffer = builder.load(self.buffer_global, typ=held, name="buffer", align=align)
+        if held != self.buffer_type:
             buffer = builder.addrspacecast(buffer, self.buffer_type, name="buffer.cast")
-        add = self._warp_adder(builder) if self.target.sums_counts_per_warp else _plain_adder(builder)
         if self.target.counter_slices > 1:
             buffer = builder.gep(
                 buffer, [self._slice_offset(builder)], source_etype=ir.IntType(8), name="slice"
             )
-        for k, value in enumerate(function.args):
-            offset = BUFFER_HEADER.size + COUNTER_BYTES * (first + k)
-            slot = builder.gep(buffer, [constant(offset)], source_etype=ir.IntType(8), name=f"slot.{k}")
-            add(value, slot, k)
-        builder.ret_void()
-        return name
+        return buffer
 
     def _slice_offset(self, builder: ir.IRBuilder) -> ir.Value:
         """Where this multiprocessor's copy of the counters starts (`Target.counter_slices`): its SM's
@@ -264,44 +274,36 @@ class _Instrumentation:
         stride = constant(COUNTER_BYTES * len(self.blocks))
         return builder.mul(builder.zext(copy, I64, name="copy.wide"), stride, name="copy.offset")
 
-    def _warp_adder(self, builder: ir.IRBuilder) -> Callable[[ir.Value, ir.Value, int], None]:
-        """Adding a count on nvptx: the active lanes' sum, added by the lowest active lane when not zero.
-        The sum is exact modulo 2^64: each 64-bit count is summed in 27-bit pieces, whose 32-lane sums
-        fit in `redux.sync.add`'s 32 bits."""
-        module = builder.module
-        active = builder.call(declared(module, "llvm.nvvm.activemask", I32, []), [], name="active")
-        lane = builder.call(declared(module, "llvm.nvvm.read.ptx.sreg.laneid", I32, []), [], name="lane")
-        lowest = builder.call(
-            declared(module, "llvm.cttz.i32", I32, [I32, ir.IntType(1)]),
-            [active, ir.Constant(ir.IntType(1), 1)],
-            name="lowest",
-        )
-        leads = builder.icmp_unsigned("==", lane, lowest, name="leads")
-        redux = declared(module, "llvm.nvvm.redux.sync.add", I32, [I32, I32])
 
-        def add(value: ir.Value, slot: ir.Value, k: int) -> None:
-            total: ir.Value = constant(0)
-            for shift in range(0, 64, _REDUX_PIECE_BITS):
-                piece = builder.trunc(builder.lshr(value, constant(shift)), I32, name=f"piece.{k}.{shift}")
-                if shift + _REDUX_PIECE_BITS < 64:
-                    piece = builder.and_(piece, constant((1 << _REDUX_PIECE_BITS) - 1, I32))
-                summed = builder.zext(builder.call(redux, [piece, active]), I64, name=f"sum.{k}.{shift}")
-                total = builder.add(total, builder.shl(summed, constant(shift)), name=f"total.{k}.{shift}")
-            nonzero = builder.icmp_unsigned("!=", total, constant(0), name=f"nonzero.{k}")
-            with builder.if_then(builder.and_(leads, nonzero, name=f"adds.{k}")):
-                builder.atomic_rmw("add", slot, total, "monotonic")
+def _warp_sums(builder: ir.IRBuilder, counts: list[ir.Value]) -> tuple[list[ir.Value], ir.Value]:
+    """The sums of `counts` over the warp's active lanes, and whether this lane adds them (the lowest).
 
-        return add
-
-
-def _plain_adder(builder: ir.IRBuilder) -> Callable[[ir.Value, ir.Value, int], None]:
-    """Adding a count where lanes are threads: one atomic add, when the count is not zero."""
-
-    def add(value: ir.Value, slot: ir.Value, k: int) -> None:
-        with builder.if_then(builder.icmp_unsigned("!=", value, constant(0), name=f"nonzero.{k}")):
-            builder.atomic_rmw("add", slot, value, "monotonic")
-
-    return add
+    Every sum is taken under one active mask, by `redux.sync` and nothing between them that a lane
+    could branch around: a lane that went ahead to add (say, the lowest one, adding the first sum)
+    would meet the others at another `redux.sync` with a mask they no longer share, which the GPU does
+    not order (measured on an H100: counts off by a few per mille in a function called from several
+    places). Each 64-bit count is summed in 27-bit pieces, whose 32-lane sums fit in 32 bits: exact
+    modulo 2^64."""
+    module = builder.module
+    active = builder.call(declared(module, "llvm.nvvm.activemask", I32, []), [], name="active")
+    redux = declared(module, "llvm.nvvm.redux.sync.add", I32, [I32, I32])
+    sums = []
+    for k, value in enumerate(counts):
+        total: ir.Value = constant(0)
+        for shift in range(0, 64, _REDUX_PIECE_BITS):
+            piece = builder.trunc(builder.lshr(value, constant(shift)), I32, name=f"piece.{k}.{shift}")
+            if shift + _REDUX_PIECE_BITS < 64:
+                piece = builder.and_(piece, constant((1 << _REDUX_PIECE_BITS) - 1, I32))
+            summed = builder.zext(builder.call(redux, [piece, active]), I64, name=f"sum.{k}.{shift}")
+            total = builder.add(total, builder.shl(summed, constant(shift)), name=f"total.{k}.{shift}")
+        sums.append(total)
+    lane = builder.call(declared(module, "llvm.nvvm.read.ptx.sreg.laneid", I32, []), [], name="lane")
+    lowest = builder.call(
+        declared(module, "llvm.cttz.i32", I32, [I32, ir.IntType(1)]),
+        [active, ir.Constant(ir.IntType(1), 1)],
+        name="lowest",
+    )
+    return sums, builder.icmp_unsigned("==", lane, lowest, name="leads")
 
 
 def _first_after_phis(block: Block) -> Instruction:
