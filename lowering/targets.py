@@ -46,7 +46,8 @@ class Target:
     the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs the device
     little next to a debug printf's stores. `sums_counts_per_warp`: instrumentation's block counts are
     summed over a warp's active lanes and added by one of them (SPEC 10), and `counter_slices` (a power of
-    two) copies of the counters take the atomics, a multiprocessor's to the copy its number picks.
+    two) copies of the counters take the atomics, a multiprocessor's to the copy its number picks;
+    `counts_per_thread_block` sums a thread block's counts in shared memory first.
     """
 
     name: str
@@ -60,6 +61,7 @@ class Target:
     resource_globals: bool = False
     sums_counts_per_warp: bool = False
     counter_slices: int = 1
+    counts_per_thread_block: bool = False
 
     @property
     def buffer_type(self) -> str:
@@ -90,6 +92,7 @@ TARGETS: dict[str, Target] = {
             aggregation=Aggregation.OUTSIDE_ENTRIES,
             sums_counts_per_warp=True,
             counter_slices=COUNTER_SLICES,
+            counts_per_thread_block=True,
         ),
     )
 }

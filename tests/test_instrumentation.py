@@ -354,7 +354,7 @@ def test_nvptx_counts_the_sample_exactly() -> None:
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", [0, 2, 5])
 def test_nvptx_counts_generated_shaders_exactly(seed: int) -> None:
     program = Program(seed, depth=2)
     result = run_sources(
