@@ -131,7 +131,8 @@ def kernel_ptx(
     """PTX of lowered `ir` with the kernel of `kernel_ir` appended, optimised at -O2 for `cpu` (sm_90).
 
     The entry becomes internal, so that the inliner folds it into the kernel, the only caller: the
-    buffer pointers are then the kernel's parameters, which ptxas knows to be uniform.
+    buffer pointers are then the kernel's parameters, which ptxas knows to be uniform. So do the
+    functions of thread-block counts (`kernel_ir`), whose names PTX could not spell.
     The `runtime_globals` it only declares are defined (`runtime_globals.define_declared_globals`).
     DeviceError when the module does not compile, or already defines the kernel's name.
     """
@@ -148,7 +149,8 @@ def _kernel_ptx(
     source = f"<lowered {entry.name} with the nvptx kernel>"
     try:
         module = parse_source(source, ir + kernel_ir(entry, thread_block_counts=counts, declared=names))
-        module.get_function(entry.name).linkage = "internal"
+        for called in (entry.name, *((CTA_BEGIN, CTA_END) if counts else ())):
+            module.get_function(called).linkage = "internal"  # inlined into the kernel, its only caller
         define_declared_globals(module, runtime_globals)
         _give_ptx_names(module, runtime_globals)
         machine = target_machine(TARGET, cpu)
