@@ -41,9 +41,11 @@ from .runtime_globals import (
     INSTRUMENTATION_BUFFER_GLOBAL,
     RESOURCE_TYPE,
 )
-from .targets import Target
+from .targets import CounterCopy, Target
 
 _REDUX_PIECE_BITS = 27  # 32 lanes' sums of 27-bit pieces fit in the 32 bits `redux.sync.add` gives
+_STACK_GRAIN_BITS = 20  # threads' stacks lie megabytes apart: their addresses' megabytes pick copies
+_FIBONACCI_HASH = 0x9E3779B97F4A7C15 - (1 << 64)  # 2^64 / golden ratio, as an i64 constant
 MAX_CTA_COUNT_BYTES = 32 << 10  # a thread block's counts in shared memory, at most (4,096 blocks)
 
 
@@ -283,7 +285,7 @@ class _Instrumentation:
 
     def _buffer(self, builder: ir.IRBuilder) -> ir.Value:
         """The counters: the global's buffer, cast where the global holds a resource; on a target of
-        several copies, this multiprocessor's copy (`_slice_offset`)."""
+        several copies, this thread's copy (`_slice_offset`)."""
         held = self.buffer_global.value_type
         align = 16 if held != self.buffer_type else 8
         buffer = builder.load(self.buffer_global, typ=held, name="buffer", align=align)
@@ -349,12 +351,22 @@ class _Instrumentation:
             builder.ret_void()
 
     def _slice_offset(self, builder: ir.IRBuilder) -> ir.Value:
-        """Where this multiprocessor's copy of the counters starts (`Target.counter_slices`): its SM's
-        number, modulo the copies, times a copy's bytes."""
-        smid = builder.call(declared(builder.module, "llvm.nvvm.read.ptx.sreg.smid", I32, []), [], name="sm")
-        copy = builder.and_(smid, constant(self.target.counter_slices - 1, I32), name="copy")
-        stride = constant(COUNTER_BYTES * len(self.blocks))
-        return builder.mul(builder.zext(copy, I64, name="copy.wide"), stride, name="copy.offset")
+        """Where this thread's copy of the counters starts (`Target.counter_copy`): the copy its
+        multiprocessor's number, or a hash of its stack's address, picks, times a copy's bytes. Any copy
+        counts exactly (the adds are atomic); different ones keep threads off each other's lines."""
+        copies = self.target.counter_slices
+        if self.target.counter_copy is CounterCopy.MULTIPROCESSOR:
+            smid = builder.call(
+                declared(builder.module, "llvm.nvvm.read.ptx.sreg.smid", I32, []), [], name="sm"
+            )
+            copy = builder.zext(builder.and_(smid, constant(copies - 1, I32)), I64, name="copy")
+        else:
+            frame = declared(builder.module, "llvm.frameaddress.p0", ir.PointerType(), [I32])
+            stack = builder.ptrtoint(builder.call(frame, [constant(0, I32)], name="frame"), I64, name="stack")
+            megabytes = builder.lshr(stack, constant(_STACK_GRAIN_BITS), name="stack.region")
+            hashed = builder.mul(megabytes, constant(_FIBONACCI_HASH), name="stack.hash")
+            copy = builder.lshr(hashed, constant(64 - copies.bit_length() + 1), name="copy")
+        return builder.mul(copy, constant(COUNTER_BYTES * len(self.blocks)), name="copy.offset")
 
 
 def _warp_sums(builder: ir.IRBuilder, counts: list[ir.Value]) -> tuple[list[ir.Value], ir.Value]:

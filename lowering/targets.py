@@ -23,7 +23,15 @@ class Aggregation(enum.Enum):
 
 
 OUTLINED_CALLS_THRESHOLD = 32
-COUNTER_SLICES = 128  # nvptx: copies of the block counters, one per multiprocessor (an H100 has 132)
+
+
+class CounterCopy(enum.Enum):
+    """Which copy of the block counters code adds to, on a target of several (SPEC 10)."""
+
+    MULTIPROCESSOR = "the multiprocessor's number"  # nvptx: %smid
+    STACK = "a hash of the thread's stack address"  # cpu: threads have their own stacks, megabytes apart
+
+
 INPUT_BUFFER_ADDRESS_SPACE = 7  # the AMDGPU buffer fat pointer: the buffers' address space in the input IR
 
 
@@ -46,7 +54,7 @@ class Target:
     the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs the device
     little next to a debug printf's stores. `sums_counts_per_warp`: instrumentation's block counts are
     summed over a warp's active lanes and added by one of them (SPEC 10), and `counter_slices` (a power of
-    two) copies of the counters take the atomics, a multiprocessor's to the copy its number picks;
+    two) copies of the counters take the atomics, each to the copy `counter_copy` picks;
     `counts_per_thread_block` sums a thread block's counts in shared memory first.
     """
 
@@ -61,6 +69,7 @@ class Target:
     resource_globals: bool = False
     sums_counts_per_warp: bool = False
     counter_slices: int = 1
+    counter_copy: CounterCopy | None = None
     counts_per_thread_block: bool = False
 
     @property
@@ -72,7 +81,15 @@ class Target:
 TARGETS: dict[str, Target] = {
     target.name: target
     for target in (
-        Target("cpu", triple=None, default_cpu=None, checks_capacity=True, pal_metadata=False),
+        Target(
+            "cpu",
+            triple=None,
+            default_cpu=None,
+            checks_capacity=True,
+            pal_metadata=False,
+            counter_slices=64,
+            counter_copy=CounterCopy.STACK,
+        ),
         Target(
             "amdpal",
             triple="amdgcn-amd-amdpal",
@@ -91,7 +108,8 @@ TARGETS: dict[str, Target] = {
             buffer_address_space=1,
             aggregation=Aggregation.OUTSIDE_ENTRIES,
             sums_counts_per_warp=True,
-            counter_slices=COUNTER_SLICES,
+            counter_slices=128,  # an H100 has 132 multiprocessors
+            counter_copy=CounterCopy.MULTIPROCESSOR,
             counts_per_thread_block=True,
         ),
     )

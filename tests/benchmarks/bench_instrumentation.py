@@ -1,9 +1,12 @@
 """Benchmark of instrumentation (SPEC 10): instrumented kernels against the same kernels uninstrumented,
 beside the best reference a user has on each device; and exact counts at 2^24 invocations on the GPU.
 
-The kernel: a loop of `STEPS` iterations of small blocks (a branch that splits the lanes of a warp, a
-join, a branch taken one iteration in four, the latch): seven blocks, four of them entered every
-iteration, the code a block counter costs most in.
+The kernels: a loop of `STEPS` iterations of small blocks (a branch that splits the lanes of a warp, a
+join, a branch taken some iterations, the latch): seven blocks, four of them entered every iteration,
+the code a block counter costs most in. In one the branches depend on the iteration and the
+invocation's parity, which LLVM folds once it unrolls the loop (the kernel becomes straight-line
+code, which its counters keep it from becoming); in the other on a value computed each iteration, so
+that they stay branches, as a shader's do.
 
 On the cpu (`--cpu`): the cpu device's own seconds for the invocations (not compiling or starting the
 worker), best of `--repeat`, instrumented against not, on 1 and 2 threads; beside it the same loop in C
@@ -31,29 +34,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from lowering.harness import run_sources
 from lowering.lowering_pass import Source, lower_sources
-from metadata.instrumentation import read_counters
+from metadata.instrumentation import InstrumentationTable, read_counters
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "benchmarks")]
 STEPS = 64
-KERNEL_IR = f"""
-define void @main(ptr addrspace(7) %printf, ptr addrspace(7) %abort, i32 %id, ptr addrspace(7) %out) {{
-entry:
-  %seed = uitofp i32 %id to float
-  br label %loop
-loop:
-  %i = phi i32 [ 0, %entry ], [ %i.next, %latch ]
-  %acc = phi float [ %seed, %entry ], [ %acc.next, %latch ]
-  %bits = xor i32 %i, %id
-  %odd = and i32 %bits, 1
-  %is.odd = icmp ne i32 %odd, 0
+ENTRY = (
+    "define void @main(ptr addrspace(7) %printf, ptr addrspace(7) %abort, i32 %id, ptr addrspace(7) %out) {"
+)
+# The loop of either kernel: its branches (`%up`/`%down`, then `%damp`) on the bits of `%choice`.
+LOOP_IR = f"""
   br i1 %is.odd, label %up, label %down
 up:
-  %i.f = uitofp i32 %i to float
+  %i.f = uitofp i32 {{up_value}} to float
   %step = fmul float %i.f, 5.000000e-01
   %acc.up = fadd float %acc, %step
   br label %join
@@ -62,8 +60,6 @@ down:
   br label %join
 join:
   %acc.join = phi float [ %acc.up, %up ], [ %acc.down, %down ]
-  %quarter = and i32 %i, 3
-  %damps = icmp eq i32 %quarter, 0
   br i1 %damps, label %damp, label %latch
 damp:
   %acc.damped = fmul float %acc.join, 0x3FEFAE1480000000
@@ -80,19 +76,80 @@ done:
   ret void
 }}
 """
-KERNEL_C = f"""
-static void kernel(unsigned id, float *out) {{
-    float acc = (float)id;
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A benchmark kernel: its IR entry and the same in C (the body of `kernel(id, out)`)."""
+
+    name: str
+    ir: str
+    c: str
+
+
+KERNELS = (
+    # Branches on the iteration and the invocation's parity: LLVM unrolls the loop and folds them.
+    Kernel(
+        "fixed branches",
+        ENTRY
+        + """
+entry:
+  %seed = uitofp i32 %id to float
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i.next, %latch ]
+  %acc = phi float [ %seed, %entry ], [ %acc.next, %latch ]
+  %bits = xor i32 %i, %id
+  %odd = and i32 %bits, 1
+  %is.odd = icmp ne i32 %odd, 0
+  %quarter = and i32 %i, 3
+  %damps = icmp eq i32 %quarter, 0"""
+        + LOOP_IR.replace("{up_value}", "%i"),
+        f"""float acc = (float)id;
     for (unsigned i = 0; i < {STEPS}; i++) {{
         if ((i ^ id) & 1) acc += (float)i * 0.5f; else acc -= 1.0f;
         if ((i & 3) == 0) acc *= 0.99f;
     }}
-    out[id] = acc;
-}}
-"""
-CPU_PROGRAM = (
+    out[id] = acc;""",
+    ),
+    # Branches on a value computed each iteration (a linear congruential sequence): they stay branches.
+    Kernel(
+        "data-dependent branches",
+        ENTRY
+        + """
+entry:
+  %seed = uitofp i32 %id to float
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i.next, %latch ]
+  %acc = phi float [ %seed, %entry ], [ %acc.next, %latch ]
+  %x = phi i32 [ %id, %entry ], [ %choice, %latch ]
+  %scaled = mul i32 %x, 1664525
+  %choice = add i32 %scaled, 1013904223
+  %bit = and i32 %choice, 256
+  %is.odd = icmp ne i32 %bit, 0
+  %high = lshr i32 %choice, 24
+  %quarter = and i32 %choice, 12288
+  %damps = icmp eq i32 %quarter, 0"""
+        + LOOP_IR.replace("{up_value}", "%high"),
+        f"""float acc = (float)id; unsigned x = id;
+    for (unsigned i = 0; i < {STEPS}; i++) {{
+        x = x * 1664525u + 1013904223u;
+        if (x & 256) acc += (float)(x >> 24) * 0.5f; else acc -= 1.0f;
+        if ((x & 12288) == 0) acc *= 0.99f;
+    }}
+    out[id] = acc;""",
+    ),
+)
+
+
+def c_kernel(kernel: Kernel, qualifier: str) -> str:
+    return f"{qualifier} void kernel(unsigned id, float *out) {{\n    {kernel.c}\n}}\n"
+
+
+CPU_MAIN = (
     "#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
-    + KERNEL_C
+    + "KERNEL"
     + r"""
 static unsigned invocations, threads;
 static float *out;
@@ -120,85 +177,9 @@ int main(int argc, char **argv) {
 )
 
 
-def device_seconds(device: str, invocations: int, threads: int, instrument: bool) -> float:
-    """The device's own seconds for one run of the kernel (not compiling or starting the worker)."""
-    result = run_sources(
-        [Source("loop.ll", KERNEL_IR)],
-        device=device,
-        invocations=invocations,
-        threads=threads,
-        data_buffers=[bytes(4 * invocations)],
-        instrument=instrument,
-    )
-    assert not result.device_lost and result.status.seconds is not None, result.loss
-    if instrument:
-        assert result.profile is not None
-        loop = result.profile.table.blocks.index(
-            next(block for block in result.profile.table.blocks if block.block == "loop")
-        )
-        assert result.profile.counts[loop] == STEPS * invocations
-    return result.status.seconds
-
-
-def cpu_ratios(log2: int, repeat: int) -> list[str]:
-    """The cpu device instrumented against not, and clang's instrumentation of the same C, by threads."""
-    invocations = 1 << log2
-    lines = []
-    with tempfile.TemporaryDirectory() as directory:
-        source = Path(directory) / "loop.c"
-        source.write_text(CPU_PROGRAM)
-        builds = {}
-        clang = shutil.which("clang-14") or shutil.which("clang")
-        for name, flags in (
-            ("plain", []),
-            ("profiled", ["-fprofile-instr-generate"]),
-            ("profiled-atomic", ["-fprofile-instr-generate", "-fprofile-update=atomic"]),
-        ):
-            if clang is None:
-                break
-            binary = Path(directory) / name
-            subprocess.run([clang, "-O2", "-pthread", *flags, "-o", str(binary), str(source)], check=True)
-            builds[name] = binary
-        environment = dict(os.environ, LLVM_PROFILE_FILE=str(Path(directory) / "default.profraw"))
-        for threads in (1, 2):
-            best = {
-                instrument: min(
-                    device_seconds("cpu", invocations, threads, instrument) for _ in range(repeat)
-                )
-                for instrument in (False, True)
-            }
-            line = (
-                f"cpu, {threads} thread(s), 2^{log2} invocations of {STEPS} iterations: uninstrumented "
-                f"{best[False] * 1e3:.1f} ms, instrumented {best[True] * 1e3:.1f} ms, "
-                f"ratio {best[True] / best[False]:.3f}"
-            )
-            if builds:
-                profiled = "profiled" if threads == 1 else "profiled-atomic"
-
-                def c_seconds(name: str, threads: int = threads) -> float:
-                    arguments = [str(builds[name]), str(log2), str(threads), str(repeat)]
-                    done = subprocess.run(
-                        arguments, capture_output=True, text=True, check=True, env=environment
-                    )
-                    return float(done.stdout.split()[0])
-
-                plain, counted = c_seconds("plain"), c_seconds(profiled)
-                flags = "-fprofile-instr-generate" + (" -fprofile-update=atomic" if threads > 1 else "")
-                line += (
-                    f"; clang -O2 {plain * 1e3:.1f} ms, with {flags} {counted * 1e3:.1f} ms, "
-                    f"ratio {counted / plain:.3f}"
-                )
-            else:
-                line += "; clang not found: no reference"
-            lines.append(line)
-    return lines
-
-
-CUDA_PROGRAM = (
+CUDA_MAIN = (
     "#include <cstdio>\n#include <cstdlib>\n"
-    + KERNEL_C.replace(
-        "static void kernel(unsigned id, float *out) {", "__device__ void kernel(unsigned id, float *out) {"
-    )
+    + "KERNEL"
     + r"""
 __global__ void loop(float *out, unsigned n) {
     unsigned id = blockIdx.x * blockDim.x + threadIdx.x;
@@ -225,8 +206,86 @@ int main(int argc, char **argv) {
 )
 
 
+def device_seconds(kernel: Kernel, invocations: int, threads: int, instrument: bool) -> float:
+    """The cpu device's own seconds for one run of `kernel` (not compiling or starting the worker)."""
+    result = run_sources(
+        [Source("loop.ll", kernel.ir)],
+        invocations=invocations,
+        threads=threads,
+        data_buffers=[bytes(4 * invocations)],
+        instrument=instrument,
+    )
+    assert not result.device_lost and result.status.seconds is not None, result.loss
+    if instrument:
+        assert result.profile is not None
+        assert result.profile.counts[_loop_block(result.profile.table)] == STEPS * invocations
+    return result.status.seconds
+
+
+def _loop_block(table: InstrumentationTable) -> int:
+    return next(index for index, block in enumerate(table.blocks) if block.block == "loop")
+
+
+def cpu_ratios(log2: int, repeat: int) -> list[str]:
+    """The cpu device instrumented against not, and clang's instrumentation of the same C, by threads."""
+    invocations = 1 << log2
+    clang = shutil.which("clang-14") or shutil.which("clang")
+    lines = []
+    with tempfile.TemporaryDirectory() as directory:
+        environment = dict(os.environ, LLVM_PROFILE_FILE=str(Path(directory) / "default.profraw"))
+        for number, kernel in enumerate(KERNELS):
+            source = Path(directory) / f"loop{number}.c"
+            source.write_text(CPU_MAIN.replace("KERNEL", c_kernel(kernel, "static")))
+            builds = {}
+            for name, flags in CLANG_BUILDS.items():
+                if clang is not None:
+                    binary = Path(directory) / f"{name}{number}"
+                    subprocess.run(
+                        [clang, "-O2", "-pthread", *flags, "-o", str(binary), str(source)], check=True
+                    )
+                    builds[name] = binary
+            for threads in (1, 2):
+                best = {
+                    instrument: min(
+                        device_seconds(kernel, invocations, threads, instrument) for _ in range(repeat)
+                    )
+                    for instrument in (False, True)
+                }
+                line = (
+                    f"cpu, {kernel.name}, {threads} thread(s), 2^{log2} invocations of {STEPS} iterations: "
+                    f"uninstrumented {best[False] * 1e3:.1f} ms, instrumented {best[True] * 1e3:.1f} ms, "
+                    f"ratio {best[True] / best[False]:.3f}"
+                )
+                if builds:
+                    profiled = "profiled" if threads == 1 else "profiled-atomic"
+
+                    def c_seconds(name: str, threads: int = threads, builds: dict = builds) -> float:
+                        arguments = [str(builds[name]), str(log2), str(threads), str(repeat)]
+                        done = subprocess.run(
+                            arguments, capture_output=True, text=True, check=True, env=environment
+                        )
+                        return float(done.stdout.split()[0])
+
+                    plain, counted = c_seconds("plain"), c_seconds(profiled)
+                    line += (
+                        f"; clang -O2 {plain * 1e3:.1f} ms, with {' '.join(CLANG_BUILDS[profiled])} "
+                        f"{counted * 1e3:.1f} ms, ratio {counted / plain:.3f}"
+                    )
+                else:
+                    line += "; clang not found: no reference"
+                lines.append(line)
+    return lines
+
+
+CLANG_BUILDS = {
+    "plain": [],
+    "profiled": ["-fprofile-instr-generate"],
+    "profiled-atomic": ["-fprofile-instr-generate", "-fprofile-update=atomic"],  # exact on 2 threads
+}
+
+
 def gpu_ratios(log2: int) -> list[str]:
-    """(a): the kernel's time instrumented and not, in one CuPy context, medians of interleaved batches."""
+    """(a): each kernel's time instrumented and not, in one CuPy context, medians of interleaved batches."""
     import cupy
     from cupy_kernel import CudaKernel
 
@@ -240,75 +299,82 @@ def gpu_ratios(log2: int) -> list[str]:
     abort = cupy.zeros(1 << 16, dtype=cupy.uint32)
     abort[2] = abort.size - 4
     out = cupy.zeros(invocations, dtype=cupy.float32)
-    runs = {}
-    for instrument in (False, True):
-        lowered = lower_sources([Source("loop.ll", KERNEL_IR)], "nvptx", instrument=instrument)
-        kernel = CudaKernel(
-            kernel_ptx(
-                lowered.ir, EntryPoint("main", True, 1), runtime_globals=[INSTRUMENTATION_BUFFER_GLOBAL]
+    lines = []
+    for kernel in KERNELS:
+        runs = {}
+        for instrument in (False, True):
+            lowered = lower_sources([Source("loop.ll", kernel.ir)], "nvptx", instrument=instrument)
+            entry = EntryPoint("main", True, 1)
+            loaded = CudaKernel(
+                kernel_ptx(lowered.ir, entry, runtime_globals=[INSTRUMENTATION_BUFFER_GLOBAL])
             )
-        )
-        if instrument:
-            assert lowered.instrumentation is not None
-            table = lowered.instrumentation
-            counters = cupy.asarray(memoryview(table.initial_buffer()), dtype=cupy.uint8)
-            kernel.set_global(
-                ptx_name(INSTRUMENTATION_BUFFER_GLOBAL), counters.data.ptr.to_bytes(8, "little")
+            if instrument:
+                assert lowered.instrumentation is not None
+                table = lowered.instrumentation
+                counters = cupy.asarray(memoryview(table.initial_buffer()), dtype=cupy.uint8)
+                address = counters.data.ptr.to_bytes(8, "little")
+                loaded.set_global(ptx_name(INSTRUMENTATION_BUFFER_GLOBAL), address)
+            runs[instrument] = lambda loaded=loaded: loaded.launch(
+                printf.data.ptr, abort.data.ptr, invocations, data=(out.data.ptr,)
             )
-        runs[instrument] = lambda kernel=kernel: kernel.launch(
-            printf.data.ptr, abort.data.ptr, invocations, data=(out.data.ptr,)
+        for run in runs.values():
+            run()
+        cupy.cuda.runtime.deviceSynchronize()
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(40):
+            for instrument, run in runs.items():
+                start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                start.record()
+                for _ in range(10):
+                    run()
+                end.record()
+                end.synchronize()
+                times[instrument].append(cupy.cuda.get_elapsed_time(start, end) / 10)
+        launches = 1 + 40 * 10
+        counts = read_counters(counters.get().tobytes(), table)
+        assert counts[_loop_block(table)] == STEPS * invocations * launches
+        plain, counted = statistics.median(times[False]), statistics.median(times[True])
+        lines.append(
+            f"(a) GPU, {kernel.name}, 2^{log2} invocations of {STEPS} iterations: uninstrumented "
+            f"{plain:.4f} ms, instrumented {counted:.4f} ms, ratio {counted / plain:.3f} "
+            f"(counts exact over {launches} launches)"
         )
-    for run in runs.values():
-        run()
-    cupy.cuda.runtime.deviceSynchronize()
-    times: dict[bool, list[float]] = {False: [], True: []}
-    for _ in range(40):
-        for instrument, run in runs.items():
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            for _ in range(10):
-                run()
-            end.record()
-            end.synchronize()
-            times[instrument].append(cupy.cuda.get_elapsed_time(start, end) / 10)
-    launches = 1 + 40 * 10
-    counts = read_counters(counters.get().tobytes(), table)
-    loop = next(index for index, block in enumerate(table.blocks) if block.block == "loop")
-    assert counts[loop] == STEPS * invocations * launches, (counts[loop], STEPS * invocations * launches)
-    plain, counted = statistics.median(times[False]), statistics.median(times[True])
-    return [
-        f"(a) GPU, 2^{log2} invocations of {STEPS} iterations: uninstrumented {plain:.4f} ms, "
-        f"instrumented {counted:.4f} ms, ratio {counted / plain:.3f} (counts exact over {launches} launches)"
-    ]
+    return lines
 
 
 def ncu_ratios(log2: int, directory: Path) -> list[str]:
-    """(b): the same kernel in CUDA C, timed by its own events and as a program, plain and under ncu's
+    """(b): each kernel in CUDA C, timed by its own events and as a program, plain and under ncu's
     instruction-level source counters."""
-    source, binary = directory / "loop.cu", directory / "loop"
-    source.write_text(CUDA_PROGRAM)
-    subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-o", str(binary), str(source)], check=True)
+    lines = []
+    for number, kernel in enumerate(KERNELS):
+        source, binary = directory / f"loop{number}.cu", directory / f"loop{number}"
+        source.write_text(CUDA_MAIN.replace("KERNEL", c_kernel(kernel, "__device__")))
+        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-o", str(binary), str(source)], check=True)
 
-    def timed(prefix: list[str], repeats: int) -> tuple[float, float, str]:
-        started = time.monotonic()
-        done = subprocess.run([*prefix, str(binary), str(log2), str(repeats)], capture_output=True, text=True)
-        wall = time.monotonic() - started
-        found = [line.split() for line in done.stdout.splitlines() if line.startswith("loop ")]
-        if done.returncode or not found:
-            return float("nan"), wall, (done.stdout + done.stderr)[-400:]
-        return float(found[-1][1]), wall, ""
+        def timed(prefix: list[str], repeats: int, binary: Path = binary) -> tuple[float, float, str]:
+            started = time.monotonic()
+            done = subprocess.run(
+                [*prefix, str(binary), str(log2), str(repeats)], capture_output=True, text=True
+            )
+            wall = time.monotonic() - started
+            found = [line.split() for line in done.stdout.splitlines() if line.startswith("loop ")]
+            if done.returncode or not found:
+                return float("nan"), wall, (done.stdout + done.stderr)[-400:]
+            return float(found[-1][1]), wall, ""
 
-    repeats = 5
-    plain, plain_wall, _ = timed([], repeats)
-    ncu = ["ncu", "--section", "SourceCounters", "--target-processes", "all"]
-    counted, counted_wall, failure = timed(ncu, repeats)
-    if failure:
-        return [f"(b) CUDA C under ncu --section SourceCounters failed: {failure}"]
-    return [
-        f"(b) CUDA C, {repeats} launches: kernel {plain:.4f} ms plain, {counted:.4f} ms under "
-        f"ncu --section SourceCounters (ratio {counted / plain:.1f}); the program {plain_wall:.2f} s plain, "
-        f"{counted_wall:.2f} s under ncu (ratio {counted_wall / plain_wall:.1f})"
-    ]
+        repeats = 5
+        plain, plain_wall, _ = timed([], repeats)
+        ncu = ["ncu", "--section", "SourceCounters", "--target-processes", "all"]
+        counted, counted_wall, failure = timed(ncu, repeats)
+        if failure:
+            lines.append(f"(b) {kernel.name} in CUDA C under ncu --section SourceCounters failed: {failure}")
+            continue
+        lines.append(
+            f"(b) {kernel.name} in CUDA C, {repeats} launches: kernel {plain:.4f} ms plain, {counted:.4f} ms "
+            f"under ncu --section SourceCounters (ratio {counted / plain:.1f}); the program {plain_wall:.2f} s "
+            f"plain, {counted_wall:.2f} s under ncu (ratio {counted_wall / plain_wall:.1f})"
+        )
+    return lines
 
 
 def exact_counts(log2: int, seeds: range) -> list[str]:
