@@ -10,9 +10,12 @@ that an invocation that aborts keeps the counts it made), it adds them to the bu
 `alwaysinline` flush helper: one atomic add per block entered per call, never one per entry, so that
 threads do not meet on a counter's cache line at each block. On targets whose lanes run in warps
 (nvptx), the active lanes sum their counts with `redux.sync` and one lane adds the sum: a warp's
-lanes add what they counted with one atomic. There, too, each multiprocessor adds to its own copy of
-the counters (`Target.counter_slices`, the table's `.slices`), so that warps across the GPU do not
-queue on one address; the decoder sums the copies.
+lanes add what they counted with one atomic. And the buffer holds several copies of the counters
+(`Target.counter_slices`, the table's `.slices`; the decoder sums them): a multiprocessor adds to the
+copy its number picks, a cpu thread to the one its stack's address picks, so that warps across a GPU
+do not queue on one address nor threads pass a cache line between cores at each call. (Measured: one
+copy made a loop kernel 32.7x slower at 2^24 invocations on an H100, 128 copies 4.5x; adding a thread
+block's sums in shared memory first, with a barrier before and after the entry, made it 5.1x.)
 
 The buffer is the pointer in `@lgc.instrumentation.buffer`, which the runtime sets (SPEC 10): a
 16-byte header, then one `u64` counter a block. On a target whose globals hold buffer resources
@@ -34,19 +37,12 @@ from .ir.debug_info import source_location
 from .ir.lexer import global_name
 from .ir.model import Block, Function, Instruction, Module, local_name
 from .ir.types import data_layout_address_space, parse_type
-from .runtime_globals import (
-    CONSTANT_ADDRESS_SPACE,
-    CTA_BEGIN,
-    CTA_END,
-    INSTRUMENTATION_BUFFER_GLOBAL,
-    RESOURCE_TYPE,
-)
+from .runtime_globals import CONSTANT_ADDRESS_SPACE, INSTRUMENTATION_BUFFER_GLOBAL, RESOURCE_TYPE
 from .targets import CounterCopy, Target
 
 _REDUX_PIECE_BITS = 27  # 32 lanes' sums of 27-bit pieces fit in the 32 bits `redux.sync.add` gives
 _STACK_GRAIN_BITS = 20  # threads' stacks lie megabytes apart: their addresses' megabytes pick copies
 _FIBONACCI_HASH = 0x9E3779B97F4A7C15 - (1 << 64)  # 2^64 / golden ratio, as an i64 constant
-MAX_CTA_COUNT_BYTES = 32 << 10  # a thread block's counts in shared memory, at most (4,096 blocks)
 
 
 Listing = tuple[tuple[str, int | None], ...]  # the module's lines, each with the block it is in, if any
@@ -108,11 +104,8 @@ class _Instrumentation:
             firsts.append(len(self.blocks))
             for block in function.blocks or ():
                 self.blocks.append(self._describe(function, block))
-        self.cta_counts = self._cta_counts()
         for number, (function, first) in enumerate(zip(functions, firsts, strict=True)):
             self._count(function, first, f"{self.prefix}flush.{number}")
-        if self.cta_counts is not None:
-            self._define_cta_functions(self.cta_counts)
         if self.blocks:
             self.module.add_ir(self.helpers)
         return InstrumentationTable(tuple(self.blocks), slices=self.target.counter_slices)
@@ -151,29 +144,24 @@ class _Instrumentation:
     def _count(self, function: Function, first: int, flush_name: str) -> None:
         """Give each block of `function` its count in a local, and flush them where it leaves: its
         returns and its traps each branch to one block that flushes (a flush per exit would make a
-        function with many returns quadratic in size), and any other exit flushes where it is. A trap
-        flushes to the buffer itself: the block's counts (`_cta_counts`) die with the kernel."""
+        function with many returns quadratic in size), and any other exit flushes where it is."""
         blocks = function.blocks or []
         counters = [f"%{self.prefix}count.{k}" for k in range(len(blocks))]
         pointer = "ptr" if not self.alloca_space else f"ptr addrspace({self.alloca_space})"
         space = f", addrspace({self.alloca_space})" if self.alloca_space else ""
-        helpers: dict[bool, str] = {}
+        flush = global_name(self._flush_helper(flush_name, first, len(blocks)))
         inserted: dict[Block, dict[Instruction, list[Instruction]]] = {}
 
         def insert(block: Block, anchor: Instruction, before: list[Instruction]) -> None:
             inserted.setdefault(block, {}).setdefault(anchor, []).extend(before)
 
-        def flushing(name: str, traps: bool) -> list[Instruction]:
-            into_cta = self.cta_counts is not None and not traps
-            if into_cta not in helpers:
-                name_of = f"{flush_name}.cta" if into_cta else flush_name
-                helpers[into_cta] = global_name(self._flush_helper(name_of, first, len(blocks), into_cta))
+        def flushing(name: str) -> list[Instruction]:
             loads = [
                 Instruction(f"%{self.prefix}{name}.{k} = load i64, {pointer} {counter}, align 8")
                 for k, counter in enumerate(counters)
             ]
             arguments = ", ".join(f"i64 %{self.prefix}{name}.{k}" for k in range(len(counters)))
-            return [*loads, Instruction(f"call void {helpers[into_cta]}({arguments})")]
+            return [*loads, Instruction(f"call void {flush}({arguments})")]
 
         entry = blocks[0]
         allocations = [Instruction(f"{counter} = alloca i64, align 8{space}") for counter in counters]
@@ -199,11 +187,11 @@ class _Instrumentation:
                 if exit_.shared is not None:
                     shared[exit_.shared].append((block, exit_.instruction))
                 else:
-                    insert(block, exit_.instruction, flushing(f"flush.{len(inserted)}", exit_.traps))
+                    insert(block, exit_.instruction, flushing(f"flush.{len(inserted)}"))
         replaced: dict[Block, dict[Instruction, list[Instruction]]] = {}
         for kind, exits in shared.items():
             if exits:
-                target = self._shared_exit(function, kind, exits, flushing(f"flush.{kind}", kind == "trap"))
+                target = self._shared_exit(function, kind, exits, flushing(f"flush.{kind}"))
                 for block, instruction in exits:
                     edits = replaced.setdefault(block, {})
                     edits[instruction] = [Instruction(f"br label {target}")]
@@ -248,9 +236,9 @@ class _Instrumentation:
         function.blocks.append(Block(label, code))  # type: ignore[union-attr]
         return local_name(label)
 
-    def _flush_helper(self, name: str, first: int, count: int, into_cta: bool) -> str:
+    def _flush_helper(self, name: str, first: int, count: int) -> str:
         """Define `@name(i64 %count.0, ...)`, which adds each non-zero count to its counter (block
-        `first + k`), in the buffer or (`into_cta`) in the thread block's counts; the name."""
+        `first + k`); the name."""
         function = internal_function(
             self.helpers, name, ir.VoidType(), [(I64, f"count.{k}") for k in range(count)], ["alwaysinline"]
         )
@@ -259,29 +247,15 @@ class _Instrumentation:
         adds: ir.Value | None = None
         if self.target.sums_counts_per_warp:
             counts, adds = _warp_sums(builder, counts)
+        buffer = self._buffer(builder)
         with builder.if_then(adds) if adds is not None else contextlib.nullcontext():
-            slots = self._cta_slots if into_cta else self._buffer_slots
-            for (k, value), slot in zip(enumerate(counts), slots(builder, first, count), strict=True):
+            for k, value in enumerate(counts):
+                offset = BUFFER_HEADER.size + COUNTER_BYTES * (first + k)
+                slot = builder.gep(buffer, [constant(offset)], source_etype=ir.IntType(8), name=f"slot.{k}")
                 with builder.if_then(builder.icmp_unsigned("!=", value, constant(0), name=f"nonzero.{k}")):
                     builder.atomic_rmw("add", slot, value, "monotonic")
         builder.ret_void()
         return name
-
-    def _buffer_slots(self, builder: ir.IRBuilder, first: int, count: int) -> list[ir.Value]:
-        """The counters of blocks `first .. first+count-1` in the buffer."""
-        buffer = self._buffer(builder)
-        return [
-            builder.gep(
-                buffer, [constant(BUFFER_HEADER.size + COUNTER_BYTES * block)], source_etype=ir.IntType(8)
-            )
-            for block in range(first, first + count)
-        ]
-
-    def _cta_slots(self, builder: ir.IRBuilder, first: int, count: int) -> list[ir.Value]:
-        """The counts of blocks `first .. first+count-1` in the thread block's array."""
-        assert self.cta_counts is not None
-        counts = self.cta_counts
-        return [builder.gep(counts, [constant(0), constant(block)]) for block in range(first, first + count)]
 
     def _buffer(self, builder: ir.IRBuilder) -> ir.Value:
         """The counters: the global's buffer, cast where the global holds a resource; on a target of
@@ -296,59 +270,6 @@ class _Instrumentation:
                 buffer, [self._slice_offset(builder)], source_etype=ir.IntType(8), name="slice"
             )
         return buffer
-
-    def _cta_counts(self) -> ir.GlobalVariable | None:
-        """On a target whose threads run in blocks (nvptx), the thread block's counts, in its shared
-        memory, where a warp's sums go (a shared atomic); the kernel zeroes them before its entry runs
-        (`CTA_BEGIN`) and adds them to the buffer, one global atomic a block entered, once every thread
-        of the thread block has returned (`CTA_END`): a thread block of 256 invocations issues an
-        eighth of its warps' atomics. None elsewhere, or for counts too large for shared memory."""
-        if not self.target.counts_per_thread_block or COUNTER_BYTES * len(self.blocks) > MAX_CTA_COUNT_BYTES:
-            return None
-        counts = ir.GlobalVariable(
-            self.helpers, ir.ArrayType(I64, len(self.blocks)), f"{self.prefix}cta.counts", addrspace=3
-        )
-        counts.linkage = "internal"
-        counts.align = COUNTER_BYTES
-        counts.initializer = ir.Constant(counts.value_type, ir.Undefined)
-        return counts
-
-    def _define_cta_functions(self, counts: ir.GlobalVariable) -> None:
-        """`CTA_BEGIN()`, which zeroes the thread block's counts, and `CTA_END()`, which adds them to the
-        buffer, the threads of the block taking every `ntid`-th counter each."""
-        module = self.helpers
-        thread = declared(module, "llvm.nvvm.read.ptx.sreg.tid.x", I32, [])
-        threads = declared(module, "llvm.nvvm.read.ptx.sreg.ntid.x", I32, [])
-        for name in (CTA_BEGIN, CTA_END):
-            function = ir.Function(module, ir.FunctionType(ir.VoidType(), []), name)
-            builder = ir.IRBuilder(function.append_basic_block("entry"))
-            buffer = self._buffer(builder) if name == CTA_END else None
-            first = builder.zext(builder.call(thread, [], name="thread"), I64, name="first")
-            step = builder.zext(builder.call(threads, [], name="threads"), I64, name="step")
-            head, body, done = (function.append_basic_block(label) for label in ("head", "body", "done"))
-            entry = builder.block
-            builder.branch(head)
-            builder.position_at_end(head)
-            index = builder.phi(I64, name="index")
-            index.add_incoming(first, entry)
-            builder.cbranch(builder.icmp_unsigned("<", index, constant(len(self.blocks))), body, done)
-            builder.position_at_end(body)
-            slot = builder.gep(counts, [constant(0), index], name="count")
-            if buffer is None:
-                builder.store(constant(0), slot)
-            else:
-                value = builder.load(slot, typ=I64, name="value")
-                offset = builder.add(
-                    builder.mul(index, constant(COUNTER_BYTES)), constant(BUFFER_HEADER.size)
-                )
-                counter = builder.gep(buffer, [offset], source_etype=ir.IntType(8), name="counter")
-                with builder.if_then(builder.icmp_unsigned("!=", value, constant(0))):
-                    builder.atomic_rmw("add", counter, value, "monotonic")
-            after = builder.block
-            index.add_incoming(builder.add(index, step, name="next"), after)
-            builder.branch(head)
-            builder.position_at_end(done)
-            builder.ret_void()
 
     def _slice_offset(self, builder: ir.IRBuilder) -> ir.Value:
         """Where this thread's copy of the counters starts (`Target.counter_copy`): the copy its
@@ -410,12 +331,11 @@ def _first_after_phis(block: Block) -> Instruction:
 
 @dataclass(frozen=True, slots=True)
 class _Exit:
-    """Where a block leaves its function: the instruction to flush before, the shared exit it can
-    branch to instead (`ret`, `trap`; None when it must flush in place), and whether it traps."""
+    """Where a block leaves its function: the instruction to flush before, and the shared exit it can
+    branch to instead (`ret`, `trap`), None when it must flush in place."""
 
     instruction: Instruction
     shared: str | None
-    traps: bool = False
 
 
 def _exits(block: Block) -> list[_Exit]:
@@ -431,7 +351,7 @@ def _exits(block: Block) -> list[_Exit]:
             site = instruction.call()
             if site is not None and site.callee == "@llvm.trap":
                 shared = "trap" if following is not None and following.opcode == "unreachable" else None
-                found.append(_Exit(instruction, shared, traps=True))
+                found.append(_Exit(instruction, shared))
         elif opcode == "ret":
             before = instructions[index - 1] if index else None
             if before is not None and before.text.split(" = ", 1)[-1].startswith("musttail "):

@@ -15,7 +15,7 @@ it without the driver raises DeviceError saying so; a worker that finds no usabl
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence, Set
+from collections.abc import Sequence
 
 import llvmlite.binding as llvm
 
@@ -23,12 +23,12 @@ from .cuda_driver import CudaDriver, DriverMissing
 from .device import ABORT_IMAGE, WORKER_MODULES, DeviceError, DeviceRun, EntryPoint, Image, Launch
 from .device_worker import WorkerDevice, runtime_globals_job
 from .diagnostics import LoweringError
-from .ir.lexer import bare_name, global_name, global_references
+from .ir.lexer import bare_name, global_references
 from .ir.reading import parse_source, verify
 from .isolation import isolated
 from .nvptx_worker import BLOCK_THREADS as BLOCK_THREADS
 from .nvptx_worker import KERNEL_NAME
-from .runtime_globals import CTA_BEGIN, CTA_END, define_declared_globals
+from .runtime_globals import define_declared_globals
 from .target_machines import optimize, target_machine
 from .targets import Target, get_target
 
@@ -78,38 +78,21 @@ def _may_abort(launch: Launch) -> bool:
     )
 
 
-def kernel_ir(
-    entry: EntryPoint,
-    name: str = KERNEL_NAME,
-    thread_block_counts: bool = False,
-    declared: Set[str] = frozenset(),
-) -> str:
+def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME) -> str:
     """IR of the kernel `@name(printf, abort, data..., count)`: invocation `ctaid.x * ntid.x + tid.x` calls
     the entry when it is below `count`, with the entry's data buffers after its ID. The buffers are
-    global memory, address space 1 (SPEC section 4, nvptx). With `thread_block_counts` (a module
-    instrumented per thread block, SPEC 10), every thread of the block calls `CTA_BEGIN` before and
-    `CTA_END` after, each past a barrier of the block. It declares the intrinsics it calls but those in
-    `declared`, which the module declares already."""
+    global memory, address space 1 (SPEC section 4, nvptx)."""
     buffer = TARGET.buffer_type
     buffers = f"{buffer} %printf" + (f", {buffer} %abort" if entry.takes_abort_buffer else "")
     data = "".join(f", {buffer} %data{k}" for k in range(entry.data_buffers))
-    begin = end = ""
-    if thread_block_counts:
-        begin = f"  call void {global_name(CTA_BEGIN)}()\n  call void @llvm.nvvm.barrier0()\n"
-        end = f"  call void @llvm.nvvm.barrier0()\n  call void {global_name(CTA_END)}()\n"
-    intrinsics = {f"llvm.nvvm.read.ptx.sreg.{register}": "i32" for register in ("ctaid.x", "ntid.x", "tid.x")}
-    if thread_block_counts:
-        intrinsics["llvm.nvvm.barrier0"] = "void"
-    declarations = "".join(
-        f"declare {result} @{intrinsic}()\n"
-        for intrinsic, result in intrinsics.items()
-        if intrinsic not in declared
-    )
     return f"""
-{declarations}
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+
 define ptx_kernel void @{name}({buffer} %printf, {buffer} %abort{data}, i32 %count) {{
 entry:
-{begin}  %block = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %block = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
   %block.size = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
   %thread = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
   %block.first = mul i32 %block, %block.size
@@ -120,7 +103,7 @@ run:
   call void {entry.ir_name}({buffers}, i32 %invocation{data})
   br label %done
 done:
-{end}  ret void
+  ret void
 }}
 """
 
@@ -131,26 +114,20 @@ def kernel_ptx(
     """PTX of lowered `ir` with the kernel of `kernel_ir` appended, optimised at -O2 for `cpu` (sm_90).
 
     The entry becomes internal, so that the inliner folds it into the kernel, the only caller: the
-    buffer pointers are then the kernel's parameters, which ptxas knows to be uniform. So do the
-    functions of thread-block counts (`kernel_ir`), whose names PTX could not spell.
+    buffer pointers are then the kernel's parameters, which ptxas knows to be uniform.
     The `runtime_globals` it only declares are defined (`runtime_globals.define_declared_globals`).
     DeviceError when the module does not compile, or already defines the kernel's name.
     """
-    names = {bare_name(name) for name in global_references(ir)}
-    if KERNEL_NAME in names:
+    if any(bare_name(name) == KERNEL_NAME for name in global_references(ir)):
         raise DeviceError(f"the module already defines @{KERNEL_NAME}, the name of the nvptx device's kernel")
-    return isolated("compiling for nvptx", _kernel_ptx, ir, entry, cpu, tuple(runtime_globals), names)
+    return isolated("compiling for nvptx", _kernel_ptx, ir, entry, cpu, tuple(runtime_globals))
 
 
-def _kernel_ptx(
-    ir: str, entry: EntryPoint, cpu: str | None, runtime_globals: tuple[str, ...], names: Set[str]
-) -> str:
-    counts = CTA_BEGIN in names
+def _kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None, runtime_globals: tuple[str, ...]) -> str:
     source = f"<lowered {entry.name} with the nvptx kernel>"
     try:
-        module = parse_source(source, ir + kernel_ir(entry, thread_block_counts=counts, declared=names))
-        for called in (entry.name, *((CTA_BEGIN, CTA_END) if counts else ())):
-            module.get_function(called).linkage = "internal"  # inlined into the kernel, its only caller
+        module = parse_source(source, ir + kernel_ir(entry))
+        module.get_function(entry.name).linkage = "internal"
         define_declared_globals(module, runtime_globals)
         _give_ptx_names(module, runtime_globals)
         machine = target_machine(TARGET, cpu)

@@ -21,10 +21,6 @@ RESOURCE_TYPE = "ptr addrspace(8)"
 CONSTANT_ADDRESS_SPACE = 4
 CONSTANT_POINTER_TYPE = f"ptr addrspace({CONSTANT_ADDRESS_SPACE})"
 INSTRUMENTATION_BUFFER_GLOBAL = "lgc.instrumentation.buffer"  # the block counters (SPEC 10)
-# nvptx: what a kernel calls around its entry when the module counts blocks per thread block, each after
-# a barrier of the thread block (`instrumentation_pass`).
-CTA_BEGIN = "lgc.instrumentation.cta.begin"
-CTA_END = "lgc.instrumentation.cta.end"
 
 
 def define_declared_globals(module: llvm.ModuleRef, names: Iterable[str]) -> None:

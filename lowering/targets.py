@@ -54,8 +54,7 @@ class Target:
     the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs the device
     little next to a debug printf's stores. `sums_counts_per_warp`: instrumentation's block counts are
     summed over a warp's active lanes and added by one of them (SPEC 10), and `counter_slices` (a power of
-    two) copies of the counters take the atomics, each to the copy `counter_copy` picks;
-    `counts_per_thread_block` sums a thread block's counts in shared memory first.
+    two) copies of the counters take the atomics, each to the copy `counter_copy` picks.
     """
 
     name: str
@@ -70,7 +69,6 @@ class Target:
     sums_counts_per_warp: bool = False
     counter_slices: int = 1
     counter_copy: CounterCopy | None = None
-    counts_per_thread_block: bool = False
 
     @property
     def buffer_type(self) -> str:
@@ -110,7 +108,6 @@ TARGETS: dict[str, Target] = {
             sums_counts_per_warp=True,
             counter_slices=128,  # an H100 has 132 multiprocessors
             counter_copy=CounterCopy.MULTIPROCESSOR,
-            counts_per_thread_block=True,
         ),
     )
 }

@@ -370,9 +370,10 @@ def ncu_ratios(log2: int, directory: Path) -> list[str]:
             lines.append(f"(b) {kernel.name} in CUDA C under ncu --section SourceCounters failed: {failure}")
             continue
         lines.append(
-            f"(b) {kernel.name} in CUDA C, {repeats} launches: kernel {plain:.4f} ms plain, {counted:.4f} ms "
-            f"under ncu --section SourceCounters (ratio {counted / plain:.1f}); the program {plain_wall:.2f} s "
-            f"plain, {counted_wall:.2f} s under ncu (ratio {counted_wall / plain_wall:.1f})"
+            f"(b) {kernel.name} in CUDA C, {repeats} launches: kernel {plain:.4f} ms plain, "
+            f"{counted:.4f} ms under ncu --section SourceCounters (ratio {counted / plain:.1f}); "
+            f"the program {plain_wall:.2f} s plain, {counted_wall:.2f} s under ncu "
+            f"(ratio {counted_wall / plain_wall:.1f})"
         )
     return lines
 
