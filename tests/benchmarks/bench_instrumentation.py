@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -287,7 +286,7 @@ CLANG_BUILDS = {
 def gpu_ratios(log2: int) -> list[str]:
     """(a): each kernel's time instrumented and not, in one CuPy context, medians of interleaved batches."""
     import cupy
-    from cupy_kernel import CudaKernel
+    from cupy_kernel import BATCH, ROUNDS, CudaKernel, interleaved_medians
 
     from lowering.device import EntryPoint
     from lowering.nvptx_device import kernel_ptx, ptx_name
@@ -317,23 +316,11 @@ def gpu_ratios(log2: int) -> list[str]:
             runs[instrument] = lambda loaded=loaded: loaded.launch(
                 printf.data.ptr, abort.data.ptr, invocations, data=(out.data.ptr,)
             )
-        for run in runs.values():
-            run()
-        cupy.cuda.runtime.deviceSynchronize()
-        times: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(40):
-            for instrument, run in runs.items():
-                start, end = cupy.cuda.Event(), cupy.cuda.Event()
-                start.record()
-                for _ in range(10):
-                    run()
-                end.record()
-                end.synchronize()
-                times[instrument].append(cupy.cuda.get_elapsed_time(start, end) / 10)
-        launches = 1 + 40 * 10
+        medians = interleaved_medians(runs)
+        launches = 1 + ROUNDS * BATCH
         counts = read_counters(counters.get().tobytes(), table)
         assert counts[_loop_block(table)] == STEPS * invocations * launches
-        plain, counted = statistics.median(times[False]), statistics.median(times[True])
+        plain, counted = medians[False], medians[True]
         lines.append(
             f"(a) GPU, {kernel.name}, 2^{log2} invocations of {STEPS} iterations: uninstrumented "
             f"{plain:.4f} ms, instrumented {counted:.4f} ms, ratio {counted / plain:.3f} "

@@ -19,7 +19,6 @@ seconds, checked against unchecked (best of `--repeat`), on 1 and 2 threads.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import tempfile
 import time
@@ -160,7 +159,7 @@ def gpu_ratios(invocations: int) -> list[str]:
     """(a): kernel times of each kernel with and without validation, interleaved batches, medians."""
     import cupy
     import numpy as np
-    from cupy_kernel import CudaKernel
+    from cupy_kernel import CudaKernel, interleaved_medians
 
     from lowering.device import EntryPoint
     from lowering.harness import VALIDATION_SIZES_GLOBAL
@@ -185,21 +184,9 @@ def gpu_ratios(invocations: int) -> list[str]:
             runs[validate] = lambda kernel=kernel: kernel.launch(
                 printf.data.ptr, abort.data.ptr, invocations, data=(data_in.data.ptr, data_out.data.ptr)
             )
-        for run in runs.values():
-            run()
-        cupy.cuda.runtime.deviceSynchronize()
-        times: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(40):
-            for validate, run in runs.items():
-                start, end = cupy.cuda.Event(), cupy.cuda.Event()
-                start.record()
-                for _ in range(10):
-                    run()
-                end.record()
-                end.synchronize()
-                times[validate].append(cupy.cuda.get_elapsed_time(start, end) / 10)
+        medians = interleaved_medians(runs)
         assert int(printf[0]) == 0, "no check failed"
-        unchecked, checked = statistics.median(times[False]), statistics.median(times[True])
+        unchecked, checked = medians[False], medians[True]
         lines.append(
             f"(a) GPU {name}, 2^{invocations.bit_length() - 1} invocations: unchecked {unchecked:.4f} ms, "
             f"checked {checked:.4f} ms, ratio {checked / unchecked:.3f}"

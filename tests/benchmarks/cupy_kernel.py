@@ -4,8 +4,9 @@ needs no CuPy (`lowering.nvptx_worker`)."""
 
 from __future__ import annotations
 
+import statistics
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 
 import cupy
@@ -41,3 +42,26 @@ class CudaKernel:
         except Exception:  # noqa: BLE001 - CuPy raises its driver's error for a missing symbol
             return
         pointer.copy_from_host(np.frombuffer(value, dtype=np.uint8).ctypes.data, len(value))
+
+
+ROUNDS, BATCH = 40, 10  # interleaved_medians: rounds of a batch of launches of each variant
+
+
+def interleaved_medians(runs: Mapping[Hashable, Callable[[], None]]) -> dict[Hashable, float]:
+    """Each run's median milliseconds a launch, by CUDA events: one warm-up launch each, then `ROUNDS`
+    rounds in which every run times a batch of `BATCH` launches in turn, so that clocks and the other
+    work of the machine weigh on every variant alike. Each run is launched `1 + ROUNDS * BATCH` times."""
+    for run in runs.values():
+        run()
+    cupy.cuda.runtime.deviceSynchronize()
+    times: dict[Hashable, list[float]] = {key: [] for key in runs}
+    for _ in range(ROUNDS):
+        for key, run in runs.items():
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            for _ in range(BATCH):
+                run()
+            end.record()
+            end.synchronize()
+            times[key].append(cupy.cuda.get_elapsed_time(start, end) / BATCH)
+    return {key: statistics.median(values) for key, values in times.items()}
