@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import msgpack
 import pytest
+from dprintf_cli import dprintf
 
 from metadata.abort_messages import AbortMessageEntry
 from metadata.buffer_builder import build_buffer, build_printf_buffer, message_record
@@ -18,7 +18,6 @@ from metadata.elf_notes import note_only_elf, read_table
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
 
-DPRINTF = [sys.executable, "-m", "lowering.cli"]
 LINE = FormatEntry.for_call("Test: %u\n", parse_layout("i32"))
 OTHER = FormatEntry.for_call("other %d\n", parse_layout("i32"))
 ABORT_ROW = {
@@ -41,10 +40,6 @@ def llpc_document(user_data_offset: int = 0) -> dict:
     table[".strings"] += [ABORT_ROW, MALFORMED_ROW]
     table[".user_data_offset"] = user_data_offset
     return document
-
-
-def dprintf(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*DPRINTF, *argv], capture_output=True, text=True, check=False)
 
 
 @pytest.fixture

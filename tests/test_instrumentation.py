@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from dprintf_cli import DPRINTF
 
 from lowering.cuda_driver import gpu_count
 from lowering.harness import find_entry, run_sources
@@ -30,7 +30,6 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 GPUS, NO_GPU = gpu_count()
 gpu = pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU: {NO_GPU}")
 AT_SCALE = 1 << 24
-DPRINTF = [sys.executable, "-m", "lowering.cli"]
 METRIC = {name: index for index, name in enumerate(METRIC_NAMES)}
 
 

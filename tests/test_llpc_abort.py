@@ -11,18 +11,16 @@ import ctypes
 import json
 import re
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from dprintf_cli import dprintf, readelf_notes
 from dprintf_ir import LIBC, string_global
 
 from lowering.lowering_pass import Source, lower_sources
 from metadata.abort_messages import AbortMessageEntry
 from metadata.elf_notes import read_table
 
-DPRINTF = [sys.executable, "-m", "lowering.cli"]
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "llpc.ll"
 ABORTING = 3  # the invocation that aborts
 MESSAGE = "invocation %u aborts: %d, %f, %llx, %v2d\n"
@@ -108,16 +106,6 @@ def messages(table) -> list[AbortMessageEntry]:
     return [entry for entry in table if isinstance(entry, AbortMessageEntry)]
 
 
-def dprintf(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*DPRINTF, *argv], capture_output=True, text=True, check=False)
-
-
-def notes(path) -> str:
-    return subprocess.run(
-        ["llvm-readelf-14", "--notes", str(path)], capture_output=True, text=True, check=True
-    ).stdout
-
-
 def test_the_table_entry_holds_the_constant_dwords():
     lowered = lower_sources([Source("abort.ll", MIXED)])
     (entry,) = messages(lowered.table)
@@ -170,7 +158,7 @@ def test_compile_inspect_and_readelf_show_the_entry(target, tmp_path):
         f"      .constant_status: [{status:#x}]\n"
         f"      .constants: [{constants}]\n"
     ) in inspect.stdout
-    shown = notes(elf)
+    shown = readelf_notes(elf)
     assert ".is_abort_message: 1" in shown and f".data_count:     {MIXED_COUNT}" in shown
     assert f".index:          {entry.index}" in shown and f"        - {status}\n" in shown
     assert all(f"        - {value}\n" in shown for value in MIXED_CONSTANTS)

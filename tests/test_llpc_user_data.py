@@ -10,17 +10,15 @@ The same modules run on the cpu device, where the node is not used: the runtime'
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
+from dprintf_cli import dprintf, readelf_notes
 
 from lowering.codegen import compile_assembly
 from lowering.harness import run_sources
 from lowering.lowering_pass import Source, lower_sources
 from metadata.elf_notes import read_table
 
-DPRINTF = [sys.executable, "-m", "lowering.cli"]
 STRINGS = (
     '@str = private unnamed_addr constant [10 x i8] c"Test: %u\\0A\\00", align 1\n'
     '@str4 = private unnamed_addr addrspace(4) constant [14 x i8] c"four %d %llx\\0A\\00", align 1\n'
@@ -69,16 +67,6 @@ def expected(invocations: int) -> str:
     return "".join(f"Test: 42\nfour {n} ff\nclassic {n}\n" for n in range(invocations))
 
 
-def dprintf(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*DPRINTF, *argv], capture_output=True, text=True, check=False)
-
-
-def notes(path) -> str:
-    return subprocess.run(
-        ["llvm-readelf-14", "--notes", str(path)], capture_output=True, text=True, check=True
-    ).stdout
-
-
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_lower_loads_the_buffer_from_the_user_data(layout):
     node, offset = LAYOUTS[layout]
@@ -116,7 +104,7 @@ def test_compile_puts_the_user_data_offset_in_the_table(layout, tmp_path):
     assert table.other_keys == {".user_data_offset": offset}
     inspect = dprintf("inspect", str(elf))
     assert inspect.stdout.endswith(f"  .user_data_offset: {offset}\n")
-    shown = notes(elf)
+    shown = readelf_notes(elf)
     assert f".user_data_offset: {offset}\n" in shown and "amdpal.pipelines" not in shown
 
 
@@ -129,7 +117,9 @@ def test_on_the_cpu_the_node_is_not_used(with_node, tmp_path):
     done = dprintf("compile", str(source), "-o", str(elf), "--target", "cpu")
     assert (done.returncode, done.stderr) == (0, "")
     assert read_table(elf.read_bytes()).other_keys == {}
-    assert ".user_data_offset" not in notes(elf) and '.string:         "four %d %llx\\n"' in notes(elf)
+    assert ".user_data_offset" not in readelf_notes(
+        elf
+    ) and '.string:         "four %d %llx\\n"' in readelf_notes(elf)
     run = dprintf("run", str(source), "--invocations", "2")
     assert (run.returncode, run.stdout, run.stderr) == (0, expected(2), "")
 

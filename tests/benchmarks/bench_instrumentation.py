@@ -46,7 +46,17 @@ STEPS = 64
 ENTRY = (
     "define void @main(ptr addrspace(7) %printf, ptr addrspace(7) %abort, i32 %id, ptr addrspace(7) %out) {"
 )
-# The loop of either kernel: its branches (`%up`/`%down`, then `%damp`) on the bits of `%choice`.
+LOOP_HEAD = (
+    ENTRY
+    + """
+entry:
+  %seed = uitofp i32 %id to float
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i.next, %latch ]
+  %acc = phi float [ %seed, %entry ], [ %acc.next, %latch ]"""
+)
+# The rest of either kernel's loop: its branches (`%up`/`%down`, then `%damp`) on the bits of `%choice`.
 LOOP_IR = f"""
   br i1 %is.odd, label %up, label %down
 up:
@@ -90,14 +100,8 @@ KERNELS = (
     # Branches on the iteration and the invocation's parity: LLVM unrolls the loop and folds them.
     Kernel(
         "fixed branches",
-        ENTRY
+        LOOP_HEAD
         + """
-entry:
-  %seed = uitofp i32 %id to float
-  br label %loop
-loop:
-  %i = phi i32 [ 0, %entry ], [ %i.next, %latch ]
-  %acc = phi float [ %seed, %entry ], [ %acc.next, %latch ]
   %bits = xor i32 %i, %id
   %odd = and i32 %bits, 1
   %is.odd = icmp ne i32 %odd, 0
@@ -114,14 +118,8 @@ loop:
     # Branches on a value computed each iteration (a linear congruential sequence): they stay branches.
     Kernel(
         "data-dependent branches",
-        ENTRY
+        LOOP_HEAD
         + """
-entry:
-  %seed = uitofp i32 %id to float
-  br label %loop
-loop:
-  %i = phi i32 [ 0, %entry ], [ %i.next, %latch ]
-  %acc = phi float [ %seed, %entry ], [ %acc.next, %latch ]
   %x = phi i32 [ %id, %entry ], [ %choice, %latch ]
   %scaled = mul i32 %x, 1664525
   %choice = add i32 %scaled, 1013904223
