@@ -12,7 +12,7 @@ from metadata.instrumentation import InstrumentationTable
 from metadata.table import FormatTable
 from metadata.validation import ValidationTable
 
-from .targets import Target
+from .targets.target import Target
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .decoding.printf_buffer import PrintfDecoding
 from .ids import format_string_id
 from .layout import parse_layout, sixty_four_bit_mask
-from .printf_buffer import PrintfDecoding
 from .table import FormatEntry, FormatTable, TableEntry
 from .wire import entry_dwords
 

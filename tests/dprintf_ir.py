@@ -13,8 +13,8 @@ import struct
 
 import numpy
 
-from lowering.harness import RunResult, run_sources
-from lowering.lowering_pass import Source
+from lowering.devices.harness import RunResult, run_sources
+from lowering.lowered_module import Source
 
 LIBC = ctypes.CDLL(None)
 PRINTF = "@lgc.debug.printf"

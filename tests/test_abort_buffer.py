@@ -1,4 +1,4 @@
-"""`metadata.abort_buffer`: the KHR proposal's example byte for byte, pMessageData round trips, every
+"""`metadata.decoding.abort_buffer`: the KHR proposal's example byte for byte, pMessageData round trips, every
 reported condition, and fuzzing with random and damaged buffers."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata.abort_buffer import (
+from metadata.decoding.abort_buffer import (
     MAX_RECORD_DWORDS,
     MIN_RECORD_DWORDS,
     decode_abort_buffer,
@@ -20,7 +20,7 @@ from metadata.abort_buffer import (
     record_dwords,
     split_payload,
 )
-from metadata.buffer_builder import abort_record, build_abort_buffer, build_buffer
+from metadata.decoding.buffer_builder import abort_record, build_abort_buffer, build_buffer
 from metadata.errors import BufferDecodeError
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable

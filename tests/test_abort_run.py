@@ -9,9 +9,9 @@ import time
 import pytest
 from dprintf_ir import ABORT, DECLARATIONS, PRINTF, c_format, call, constant, run_ir, string_global
 
-from lowering.cli import DEFAULT_ABORT_BUFFER_BYTES
-from lowering.harness import Ending
-from metadata.abort_buffer import parse_message_data
+from lowering.cli.main import DEFAULT_ABORT_BUFFER_BYTES
+from lowering.devices.harness import Ending
+from metadata.decoding.abort_buffer import parse_message_data
 from metadata.wire import HEADER_BYTES
 
 ENTRY = "define void @main(ptr addrspace(7) %buf, ptr addrspace(7) %abort, i32 %id) {\nentry:\n"

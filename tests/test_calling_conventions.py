@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source, lower_sources
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
 LLPC_STYLE = (

@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from metadata import byte_cells, column_render
 from metadata.cformat import format_value, format_values
-from metadata.column_render import render_columns, render_text
+from metadata.decoding import byte_cells, column_render
+from metadata.decoding.column_render import render_columns, render_text
 from metadata.formats import FLOAT_CONVERSIONS, FLOAT_LENGTHS, INTEGER_LENGTHS, Conversion, parse_format
 from metadata.layout import FLOAT, INTEGER, VECTOR_WIDTHS, ArgType, parse_layout
 

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from lowering.cli import main
-from lowering.commands import EXIT_BROKEN_PIPE
-from metadata.buffer_builder import build_abort_buffer, build_printf_buffer
+from lowering.cli.commands import EXIT_BROKEN_PIPE
+from lowering.cli.main import main
+from metadata.decoding.buffer_builder import build_abort_buffer, build_printf_buffer
 from metadata.elf_notes import note_only_elf
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable

@@ -9,7 +9,7 @@ import msgpack
 import pytest
 from test_elf_notes import PAL_DOCUMENT, host_object, make_table, pal_object, readelf, readelf_table, sections
 
-from lowering.cli import main
+from lowering.cli.main import main
 from metadata.elf_notes import note_only_elf, read_document, read_table
 from metadata.table import TABLE_KEY, FormatEntry, FormatTable
 

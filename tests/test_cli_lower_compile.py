@@ -11,7 +11,7 @@ import llvmlite.binding as llvm
 from dprintf_ir import ABORT, DECLARATIONS, PRINTF, call, string_global
 from elftools.elf.elffile import ELFFile
 
-from lowering.cli import main
+from lowering.cli.main import main
 from metadata.elf_notes import read_table
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from dprintf_ir import DECLARATIONS, PRINTF, c_format, call, string_global
 
-from lowering import cli, harness
-from lowering.lowering_pass import Source
+from lowering.cli import main as cli
+from lowering.devices import harness
+from lowering.lowered_module import Source
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 ABORT_MESSAGE = "invocation 3: value -20 is negative (limit 0.0)"
@@ -232,12 +233,12 @@ def test_what_the_device_itself_prints_is_a_warning(capsys, tmp_path):
 
 def test_run_starts_its_worker_before_lowering_and_the_device_takes_it(tmp_path):
     """`dprintf run` starts the device's worker as soon as the arguments are read (start-up, #11)."""
-    from lowering import device_worker
+    from lowering.devices import worker as device_worker
 
     hello = Path(__file__).resolve().parents[1] / "samples" / "hello.ll"
     probe = (
-        "import sys, lowering.device_worker as w\n"
-        "from lowering import cli\n"
+        "import sys, lowering.devices.worker as w\n"
+        "import lowering.cli.main as cli\n"
         "started = []\n"
         "original = w.Worker.__init__\n"
         "def counting(self, module):\n"
@@ -248,16 +249,16 @@ def test_run_starts_its_worker_before_lowering_and_the_device_takes_it(tmp_path)
         "print(status, started, sorted(w._PRESTARTED))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert done.stdout.splitlines()[-1] == "0 ['lowering.cpu_device'] []"  # one worker, taken by the run
-    assert device_worker.take_prestarted("lowering.cpu_device") is None
+    assert done.stdout.splitlines()[-1] == "0 ['lowering.devices.cpu'] []"  # one worker, taken by the run
+    assert device_worker.take_prestarted("lowering.devices.cpu") is None
 
 
 def test_a_worker_no_run_takes_ends_with_the_command(tmp_path):
     probe = (
-        "import lowering.device_worker as w\n"
-        "from lowering import cli\n"
+        "import lowering.devices.worker as w\n"
+        "import lowering.cli.main as cli\n"
         f"status = cli.main(['run', {str(tmp_path / 'missing.ll')!r}])\n"
-        "print(status, w._PRESTARTED['lowering.cpu_device'].process.pid)\n"
+        "print(status, w._PRESTARTED['lowering.devices.cpu'].process.pid)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     status, pid = done.stdout.split()

@@ -14,15 +14,11 @@ from dprintf_ir import ABORT, PRINTF
 from elftools.elf.elffile import ELFFile
 from test_lowering_pass import ALL_TYPES, all_types_calls, module
 
-from lowering.codegen import (
-    UnknownProcessorError,
-    compile_object,
-    compile_ptx,
-    host_target_machine,
-    target_machine,
-)
-from lowering.lowering_pass import LoweredModule, Source, lower_sources
-from lowering.targets import get_target
+from lowering.codegen.emit import compile_object, compile_ptx
+from lowering.lowered_module import LoweredModule, Source
+from lowering.pipeline import lower_sources
+from lowering.targets.machines import UnknownProcessorError, host_target_machine, target_machine
+from lowering.targets.target import get_target
 from metadata.elf_notes import pal_metadata_ir, read_document, read_table
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from lowering import cuda_driver
-from lowering.cuda_driver import CudaDriver, CudaError, DriverMissing, gpu_count
-from lowering.harness import DeviceError, run_sources
-from lowering.lowering_pass import Source
+from lowering.devices import cuda_driver
+from lowering.devices.cuda_driver import CudaDriver, CudaError, DriverMissing, gpu_count
+from lowering.devices.harness import DeviceError, run_sources
+from lowering.lowered_module import Source
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 FAKE_SOURCE = Path(__file__).resolve().parent / "fixtures" / "fake_libcuda.c"
@@ -106,7 +106,7 @@ def test_device_memory_holds_what_is_copied_and_a_missing_global_is_none(fake, f
 
 
 def test_the_worker_imports_neither_numpy_nor_llvmlite():
-    probe = "import sys, lowering.nvptx_worker; print("
+    probe = "import sys, lowering.devices.nvptx_worker; print("
     probe += "sorted({'numpy', 'llvmlite', 'cupy'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout == "[]\n"

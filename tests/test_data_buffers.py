@@ -11,10 +11,10 @@ from collections import Counter
 
 import pytest
 
-from lowering.cuda_driver import gpu_count
-from lowering.device import DeviceError
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source
+from lowering.devices.cuda_driver import gpu_count
+from lowering.devices.device import DeviceError
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
 
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
 GPUS, NO_GPU = gpu_count()

@@ -11,9 +11,10 @@ import textwrap
 import pytest
 from dprintf_ir import DECLARATIONS, PRINTF, call, string_global
 
-from lowering.cli import main
-from lowering.diagnostics import LoweringError
-from lowering.lowering_pass import Source, lower_sources
+from lowering.cli.main import main
+from lowering.ir.diagnostics import LoweringError
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 
 # The fully variadic form lets a call omit operands: LLVM itself rejects that under the other form.
 VARIADIC_DECLARATIONS = "declare void @lgc.debug.printf(...)\ndeclare void @lgc.debug.abort(...)\n"
@@ -294,7 +295,7 @@ def test_broken_debug_info_is_an_error_not_a_crash(tmp_path):
     path = tmp_path / "broken.ll"
     path.write_text(broken)
     output = tmp_path / "out.ll"
-    script = "import sys; from lowering.cli import main; sys.exit(main(sys.argv[1:]))"
+    script = "import sys; from lowering.cli.main import main; sys.exit(main(sys.argv[1:]))"
     process = subprocess.run(
         [sys.executable, "-c", script, "lower", str(path), "-o", str(output)],
         capture_output=True,

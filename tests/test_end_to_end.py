@@ -14,7 +14,7 @@ import numpy
 import pytest
 from dprintf_ir import DECLARATIONS, PRINTF, c_format, call, constant, run_ir, string_global
 
-from lowering.harness import Ending
+from lowering.devices.harness import Ending
 from metadata.layout import VECTOR_WIDTHS
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"

@@ -13,7 +13,7 @@ import pytest
 from dprintf_cli import dprintf
 
 from metadata.abort_messages import AbortMessageEntry
-from metadata.buffer_builder import build_buffer, build_printf_buffer, message_record
+from metadata.decoding.buffer_builder import build_buffer, build_printf_buffer, message_record
 from metadata.elf_notes import note_only_elf, read_table
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable

@@ -12,8 +12,8 @@ from collections import Counter
 import pytest
 from dprintf_ir import DECLARATIONS, PRINTF, call, run_ir, string_global
 
-from lowering import harness
-from lowering.harness import (
+from lowering.devices import harness
+from lowering.devices.harness import (
     GUARD_BYTES,
     GUARD_FILL,
     DeviceError,
@@ -23,8 +23,8 @@ from lowering.harness import (
     Launch,
     run_sources,
 )
-from lowering.lowering_pass import Source
-from metadata.buffer_builder import printf_entry
+from lowering.lowered_module import Source
+from metadata.decoding.buffer_builder import printf_entry
 from metadata.layout import ArgType
 from metadata.table import FormatEntry
 from metadata.wire import HEADER_BYTES, entry_dwords

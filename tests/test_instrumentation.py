@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from dprintf_cli import DPRINTF
 
-from lowering.cuda_driver import gpu_count
-from lowering.harness import find_entry, run_sources
+from lowering.devices.cuda_driver import gpu_count
+from lowering.devices.harness import find_entry, run_sources
+from lowering.devices.nvptx import kernel_ptx
 from lowering.ir.reading import parse_source
 from lowering.lowered_module import Source
-from lowering.lowering_pass import lower_sources
-from lowering.nvptx_device import kernel_ptx
-from lowering.target_machines import optimize, target_machine
-from metadata.arm_instrumentation import arm_values, arm_values_document
+from lowering.pipeline import lower_sources
+from lowering.targets.machines import optimize, target_machine
 from metadata.elf_notes import read_document
 from metadata.instrumentation import METRIC_NAMES, InstrumentationError, InstrumentationTable, read_counters
+from metadata.reports.arm_instrumentation import arm_values, arm_values_document
 from tests.instrumented_programs import Program
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"

@@ -25,7 +25,8 @@ from lowering.ir.lexer import (
 from lowering.ir.model import Instruction, Module
 from lowering.ir.types import parse_type
 from lowering.ir.values import ConstantExpression, Operand
-from lowering.lowering_pass import Source, lower_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 

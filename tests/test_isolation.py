@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from lowering.codegen import compile_object
-from lowering.isolation import CodegenError
-from lowering.lowering_pass import Source, lower_sources
+from lowering.codegen.emit import compile_object
+from lowering.codegen.isolation import CodegenError
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 
 HELLO = (Path(__file__).resolve().parents[1] / "samples" / "hello.ll").read_text()
 X86_CONVENTION = "define x86_fastcallcc void @f() {\n  ret void\n}\n"  # AMDGPU cannot lower it

@@ -14,17 +14,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source
-from metadata import printf_buffer
-from metadata.buffer_builder import build_printf_buffer
-from metadata.column_render import CELLS_TIER, render_tier
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from metadata.decoding import printf_buffer
+from metadata.decoding.buffer_builder import build_printf_buffer
+from metadata.decoding.column_render import CELLS_TIER, render_tier
+from metadata.decoding.json_entries import DOCUMENT_TERMINATOR, LINE_TERMINATOR, json_plan, json_values
+from metadata.decoding.printf_buffer import decode_printf_buffer
+from metadata.decoding.render_pool import RenderPool
 from metadata.format_catalog import FormatCatalog
 from metadata.formats import FLOAT_CONVERSIONS
-from metadata.json_entries import DOCUMENT_TERMINATOR, LINE_TERMINATOR, json_plan, json_values
 from metadata.layout import FLOAT, INTEGER, VECTOR_WIDTHS, ArgType
-from metadata.printf_buffer import decode_printf_buffer
-from metadata.render_pool import RenderPool
 from metadata.table import FormatEntry, FormatTable
 
 SAMPLES = sorted((Path(__file__).resolve().parents[1] / "samples").glob("*.ll"))

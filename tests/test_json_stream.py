@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from lowering.cli import main
-from lowering.commands.decode_command import summary
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source
-from metadata import printf_buffer
-from metadata.buffer_builder import build_printf_buffer
+from lowering.cli.commands.decode_command import summary
+from lowering.cli.main import main
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from metadata.decoding import printf_buffer
+from metadata.decoding.buffer_builder import build_printf_buffer
+from metadata.decoding.json_entries import json_values
+from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.elf_notes import note_only_elf
-from metadata.json_entries import json_values
 from metadata.layout import parse_layout
-from metadata.printf_buffer import decode_printf_buffer
 from metadata.table import FormatEntry, FormatTable
 
 SAMPLES = sorted((Path(__file__).resolve().parents[1] / "samples").glob("*.ll"))

@@ -17,7 +17,8 @@ import pytest
 from dprintf_cli import dprintf, readelf_notes
 from dprintf_ir import LIBC, string_global
 
-from lowering.lowering_pass import Source, lower_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 from metadata.abort_messages import AbortMessageEntry
 from metadata.elf_notes import read_table
 

@@ -12,9 +12,10 @@ from collections import Counter
 
 import pytest
 
-from lowering.cuda_driver import gpu_count
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source, lower_sources
+from lowering.devices.cuda_driver import gpu_count
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
 GPUS, NO_GPU = gpu_count()

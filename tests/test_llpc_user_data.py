@@ -14,9 +14,10 @@ import re
 import pytest
 from dprintf_cli import dprintf, readelf_notes
 
-from lowering.codegen import compile_assembly
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source, lower_sources
+from lowering.codegen.emit import compile_assembly
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 from metadata.elf_notes import read_table
 
 STRINGS = (

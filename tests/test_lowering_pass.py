@@ -17,8 +17,9 @@ import numpy
 import pytest
 from dprintf_ir import ABORT, DECLARATIONS, PRINTF, call, constant, string_global
 
-from lowering.codegen import host_target_machine
-from lowering.lowering_pass import LoweredModule, Source, lower_sources
+from lowering.lowered_module import LoweredModule, Source
+from lowering.pipeline import lower_sources
+from lowering.targets.machines import host_target_machine
 from metadata.elf_notes import pal_metadata_ir
 from metadata.ids import format_string_id
 from metadata.layout import parse_layout
@@ -296,7 +297,7 @@ ABORT_PROGRAM = (
 
 _ABORT_RUNNER = """
 import sys, numpy, llvmlite.binding as llvm, ctypes
-from lowering.codegen import host_target_machine
+from lowering.targets.machines import host_target_machine
 ir, printf_path, abort_path = sys.argv[1:]
 buffers = [numpy.memmap(path, numpy.uint32, "r+") for path in (printf_path, abort_path)]
 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(open(ir).read()), host_target_machine())

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from dprintf_ir import ABORT, DECLARATIONS, PRINTF, c_format, call, constant, run_ir, string_global
 
-from lowering import nvptx_device
-from lowering.cuda_driver import gpu_count
-from lowering.harness import (
+from lowering.devices import nvptx as nvptx_device
+from lowering.devices.cuda_driver import gpu_count
+from lowering.devices.harness import (
     GUARD_BYTES,
     GUARD_FILL,
     DeviceError,
@@ -31,12 +31,13 @@ from lowering.harness import (
     run_lowered,
     run_sources,
 )
+from lowering.devices.nvptx import KERNEL_NAME, kernel_ptx
 from lowering.ir.model import Module
-from lowering.lowering_pass import Source, lower_sources
-from lowering.nvptx_device import KERNEL_NAME, kernel_ptx
-from lowering.warp_aggregation import define_warp_aggregated_reserve
+from lowering.lowered_module import Source
+from lowering.passes.warp_aggregation import define_warp_aggregated_reserve
+from lowering.pipeline import lower_sources
+from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.layout import ArgType
-from metadata.printf_buffer import decode_printf_buffer
 from metadata.table import FormatEntry
 from metadata.wire import HEADER_BYTES, entry_dwords
 

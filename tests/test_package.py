@@ -15,7 +15,7 @@ DRIVER = textwrap.dedent(
 
     sys.meta_path.insert(0, NoLlvmlite())
     import metadata
-    from metadata.buffer_builder import build_printf_buffer
+    from metadata.decoding.buffer_builder import build_printf_buffer
     from metadata.layout import parse_layout
 
     entry = metadata.FormatEntry.for_call("id %u: %v2f\\n", parse_layout("i32,v2f32"))

@@ -1,4 +1,4 @@
-"""`metadata.printf_buffer`: known answers against C's snprintf, every reported condition, and the
+"""`metadata.decoding.printf_buffer`: known answers against C's snprintf, every reported condition, and the
 vectorised walk against a one-entry-at-a-time reference walk on random and damaged buffers."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metadata import printf_buffer, printf_walk, render_pool
-from metadata.buffer_builder import build_buffer, build_printf_buffer, printf_entry
 from metadata.cformat import format_values
+from metadata.decoding import printf_buffer, printf_walk, render_pool
+from metadata.decoding.buffer_builder import build_buffer, build_printf_buffer, printf_entry
+from metadata.decoding.printf_buffer import decode_printf_buffer
+from metadata.decoding.render_pool import RenderPool
 from metadata.errors import BufferDecodeError, DprintfError, RenderError
 from metadata.layout import FLOAT, VECTOR_WIDTHS, ArgType, parse_layout
-from metadata.printf_buffer import decode_printf_buffer
-from metadata.render_pool import RenderPool
 from metadata.table import FormatEntry, FormatTable
 from metadata.wire import HEADER_BYTES, entry_dwords, entry_header
 

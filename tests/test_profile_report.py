@@ -31,7 +31,7 @@ from metadata.instrumentation import (
     InstrumentationTable,
     LineCost,
 )
-from metadata.profile import Profile, format_count, format_share
+from metadata.reports.profile import Profile, format_count, format_share
 
 
 def share(value: int, total: int) -> str:
@@ -465,8 +465,8 @@ def test_bad_input_is_an_instrumentation_error(make, message):
 
 
 def test_exports_and_imports_without_llvmlite_or_numpy():
-    assert metadata.Profile is Profile and metadata.html_page.__module__ == "metadata.profile_html"
-    assert metadata.arm_values.__module__ == "metadata.arm_instrumentation"
+    assert metadata.Profile is Profile and metadata.html_page.__module__ == "metadata.reports.profile_html"
+    assert metadata.arm_values.__module__ == "metadata.reports.arm_instrumentation"
     probe = (
         "import sys\n"
         "class Block:\n"
@@ -474,7 +474,8 @@ def test_exports_and_imports_without_llvmlite_or_numpy():
         "        if name.split('.')[0] in ('llvmlite', 'lowering', 'numpy', 'msgpack', 'elftools'):\n"
         "            raise ImportError(name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import metadata.profile, metadata.profile_html, metadata.arm_instrumentation\n"
+        "import metadata.reports.profile, metadata.reports.profile_html\n"
+        "import metadata.reports.arm_instrumentation\n"
         "print('ok')\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from metadata import render_pool
+from metadata.decoding import render_pool
+from metadata.decoding.render_pool import WINDOW_PER_PROCESS, RenderPool, call_start_method
 from metadata.errors import RenderError
-from metadata.render_pool import WINDOW_PER_PROCESS, RenderPool, call_start_method
 
 UTF8 = ("utf-8", "strict")
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lowering.harness import GUARD_BYTES, GUARD_FILL, run_sources
-from lowering.lowering_pass import Source, lower_sources
+from lowering.devices.harness import GUARD_BYTES, GUARD_FILL, run_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 from metadata.elf_notes import read_document
 from metadata.validation import VALIDATION_KEY, ValidationTable
 

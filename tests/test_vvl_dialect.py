@@ -11,8 +11,9 @@ import sys
 
 import pytest
 
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source, lower_sources
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
 

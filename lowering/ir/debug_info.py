@@ -3,7 +3,7 @@ that hold a function's calls (for messages about IR without debug information)."
 
 from __future__ import annotations
 
-from ..diagnostics import SourceLocation
+from .diagnostics import SourceLocation
 from .lexer import bare_name, string_value, tokenize
 from .model import Module
 

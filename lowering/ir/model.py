@@ -615,6 +615,14 @@ class Module:
         """The functions with bodies, in order."""
         return (item for item in self.items if isinstance(item, Function) and not item.is_declaration)
 
+    def function_attributes(self, function: Function) -> frozenset[str]:
+        """A function's attributes, its groups' (`#0`) spelt out."""
+        words: set[str] = set()
+        for attribute in function.attributes:
+            group = self.attribute_groups.get(attribute)
+            words |= group.words if group is not None else {attribute}
+        return frozenset(words)
+
     def first_definition_index(self) -> int:
         """Where a function goes to come before every definition: before the first one and the comment
         lines printed above it; the end when there is none."""

@@ -11,7 +11,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from ..diagnostics import Diagnostic, LoweringError
+from .diagnostics import Diagnostic, LoweringError
 
 # Without this, parsing a broken module that carries "Debug Info Version" aborts the process
 # ("Broken module found") instead of leaving the error to verify().

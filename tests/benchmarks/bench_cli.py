@@ -73,7 +73,7 @@ ENVIRONMENT = {key: value for key, value in os.environ.items() if key != "PYTHON
 # The command in-process, then the peaks of its own process and of the largest process it waited for.
 PEAKS = (
     "import resource, sys\n"
-    "from lowering.cli import main\n"
+    "from lowering.cli.main import main\n"
     "status = main(sys.argv[1:])\n"
     "sys.stdout.flush()\n"
     "peaks = [resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]"
@@ -82,7 +82,7 @@ PEAKS = (
     "sys.exit(status)\n"
 )
 DRIVER_CONTEXT = (
-    "from lowering.cuda_driver import CudaDriver; driver = CudaDriver.load(); driver.initialise(); "
+    "from lowering.devices.cuda_driver import CudaDriver; driver = CudaDriver.load(); driver.initialise(); "
     "driver.use_primary_context(driver.device(0))"
 )
 

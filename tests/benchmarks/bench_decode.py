@@ -18,8 +18,8 @@ import tracemalloc
 import numpy as np
 
 from metadata.cformat import format_values
+from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.layout import parse_layout
-from metadata.printf_buffer import decode_printf_buffer
 from metadata.table import FormatEntry, FormatTable
 from metadata.wire import HEADER_BYTES, entry_dwords, entry_header
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 
-from lowering.cpu_device import CpuDevice
-from lowering.harness import Launch, find_entry, initial_image
-from lowering.lowering_pass import Source, lower_sources
+from lowering.devices.cpu import CpuDevice
+from lowering.devices.harness import Launch, find_entry, initial_image
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 from metadata.wire import HEADER_BYTES
 
 PRINTF_PROGRAM = r"""

@@ -48,14 +48,15 @@ import cupy
 import numpy as np
 from cupy_kernel import CudaKernel
 
-from lowering.device import EntryPoint
-from lowering.harness import find_entry
-from lowering.lowering_pass import LoweredModule, Source, lower_sources
-from lowering.nvptx_device import BLOCK_THREADS, kernel_ptx
-from lowering.targets import Aggregation, get_target
+from lowering.devices.device import EntryPoint
+from lowering.devices.harness import find_entry
+from lowering.devices.nvptx import BLOCK_THREADS, kernel_ptx
+from lowering.lowered_module import LoweredModule, Source
+from lowering.pipeline import lower_sources
+from lowering.targets.target import Aggregation, get_target
+from metadata.decoding.printf_buffer import decode_printf_buffer
+from metadata.decoding.render_pool import RenderPool
 from metadata.layout import parse_layout
-from metadata.printf_buffer import decode_printf_buffer
-from metadata.render_pool import RenderPool
 from metadata.table import FormatEntry
 from metadata.wire import HEADER_BYTES, entry_dwords, entry_header
 

@@ -36,8 +36,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source, lower_sources
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 from metadata.instrumentation import InstrumentationTable, read_counters
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -286,9 +287,9 @@ def gpu_ratios(log2: int) -> list[str]:
     import cupy
     from cupy_kernel import BATCH, ROUNDS, CudaKernel, interleaved_medians
 
-    from lowering.device import EntryPoint
-    from lowering.nvptx_device import kernel_ptx, ptx_name
-    from lowering.runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL
+    from lowering.devices.device import EntryPoint
+    from lowering.devices.nvptx import kernel_ptx, ptx_name
+    from lowering.targets.runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL
 
     invocations = 1 << log2
     printf = cupy.zeros(1 << 16, dtype=cupy.uint32)

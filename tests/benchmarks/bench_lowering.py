@@ -30,8 +30,9 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from lowering.codegen import host_target_machine, optimize
-from lowering.lowering_pass import Source, lower_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
+from lowering.targets.machines import host_target_machine, optimize
 
 FUNCTIONS = 10
 # IR type -> (conversion, parameter name): every argument type of SPEC section 1, scalars and vectors.

@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from metadata import printf_buffer
-from metadata.json_entries import LINE_TERMINATOR
+from metadata.decoding import printf_buffer
+from metadata.decoding.json_entries import LINE_TERMINATOR
+from metadata.decoding.printf_buffer import TEXT, PrintfDecoding, decode_printf_buffer
+from metadata.decoding.render_pool import RenderPool
 from metadata.layout import parse_layout
-from metadata.printf_buffer import TEXT, PrintfDecoding, decode_printf_buffer
-from metadata.render_pool import RenderPool
 from metadata.table import FormatEntry, FormatTable
 from metadata.wire import entry_header
 

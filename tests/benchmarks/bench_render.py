@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from metadata.cformat import format_values
-from metadata.column_render import render_columns, render_text
+from metadata.decoding.column_render import render_columns, render_text
 from metadata.formats import parse_format
 from metadata.layout import FLOAT, ArgType, parse_layout
 from metadata.wire import row_values

@@ -24,8 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source, lower_sources
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 STEPS = 64  # 4 arithmetic instructions a step
@@ -161,9 +162,9 @@ def gpu_ratios(invocations: int) -> list[str]:
     import numpy as np
     from cupy_kernel import CudaKernel, interleaved_medians
 
-    from lowering.device import EntryPoint
-    from lowering.harness import VALIDATION_SIZES_GLOBAL
-    from lowering.nvptx_device import kernel_ptx, ptx_name
+    from lowering.devices.device import EntryPoint
+    from lowering.devices.harness import VALIDATION_SIZES_GLOBAL
+    from lowering.devices.nvptx import kernel_ptx, ptx_name
 
     printf = cupy.zeros(1 << 20, dtype=cupy.uint32)
     printf[2] = printf.size - 4  # reserved0: the capacity in dwords

@@ -1,6 +1,6 @@
-"""A kernel of `nvptx_device.kernel_ptx` loaded with CuPy, for the benchmarks that time kernels against
+"""A kernel of `lowering.devices.nvptx.kernel_ptx` loaded with CuPy, for the benchmarks that time kernels against
 CUDA C kernels in one CuPy context (`bench_gpu.py`, `bench_validation.py`). The nvptx device itself
-needs no CuPy (`lowering.nvptx_worker`)."""
+needs no CuPy (`lowering.devices.nvptx_worker`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import cupy
 import numpy as np
 
-from lowering.nvptx_device import BLOCK_THREADS, KERNEL_NAME
+from lowering.devices.nvptx import BLOCK_THREADS, KERNEL_NAME
 
 
 class CudaKernel:

@@ -31,9 +31,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from lowering.cli import main
-from lowering.harness import run_sources
-from lowering.lowering_pass import Source
+from lowering.cli.main import main
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 CASE_SECONDS = 20

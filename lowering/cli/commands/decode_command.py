@@ -1,0 +1,291 @@
+"""`dprintf decode`: decode raw printf and abort buffer dumps with the tables of ELF files (SPEC section 8).
+
+The printf output goes to stdout exactly as C's printf prints it; dropped dwords, problems in the
+buffers and table collisions go to stderr as warnings, abort messages as errors, and a lost device
+exits with status 3. When an ELF carries validation sites (SPEC 11), their records are taken out of the
+output and reported as one `error:` line a site, with exit status 4. `--json` prints one JSON document
+instead (see `document`). With `--instrumentation-buffer` (SPEC 10), the profile of the counters dump
+follows the output, as `dprintf profile` shows it (in the JSON document, under `instrumentation`);
+without a printf BUFFER, the profile alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
+from metadata.decoding.buffer_region import Issue
+from metadata.decoding.json_entries import DOCUMENT_TERMINATOR, LINE_TERMINATOR, json_values
+from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
+from metadata.elf_notes import read_document
+from metadata.instrumentation import INSTRUMENTATION_KEY, InstrumentationError, InstrumentationTable
+from metadata.linking import FormatRegistry
+from metadata.reports.profile import Profile
+from metadata.validation import (
+    SITE_RECORD_DWORDS,
+    CombinedLookup,
+    Site,
+    SiteReport,
+    ValidationTable,
+    split_decoding,
+)
+
+from ..process_ends import write_stdout
+from . import EXIT_DEVICE_LOST, EXIT_OK, EXIT_VALIDATION_ERRORS, InputError, error, read_bytes, warn
+from .profile_output import write_profile
+
+STDIN = "-"
+
+
+def run(args: argparse.Namespace) -> int:
+    inputs = {"BUFFER": args.buffer, "--abort-buffer": args.abort_buffer}
+    inputs["--instrumentation-buffer"] = args.instrumentation_buffer
+    from_stdin = [name for name, path in inputs.items() if path == STDIN]
+    if len(from_stdin) > 1:
+        raise InputError(f"only one of {' and '.join(from_stdin)} can be read from stdin")
+    elves = [(path, read_bytes(path)) for path in args.elf]
+    profile = _profile(elves, args.instrumentation_buffer) if args.instrumentation_buffer else None
+    if args.buffer is None:
+        if profile is None:
+            raise InputError("nothing to decode: give a printf BUFFER, --instrumentation-buffer, or both")
+        write_profile(profile, args, (), os.getcwd())
+        return EXIT_OK
+    status = _decode(args, elves, profile)
+    if profile is not None:
+        write_profile(profile, args, (), os.getcwd(), on_stdout=not (args.json or args.json_lines))
+    return status
+
+
+def _profile(elves: list[tuple[str, bytes]], path: str) -> Profile:
+    """The profile of the counters dump at `path`, with the instrumentation table of the ELFs (one of
+    them must have it)."""
+    tables = [
+        (name, table)
+        for name, elf in elves
+        if (table := InstrumentationTable.from_document(read_document(elf, source=name))) is not None
+    ]
+    if len(tables) != 1:
+        found = "none has" if not tables else f"{len(tables)} have ({', '.join(name for name, _ in tables)})"
+        raise InputError(
+            f"--instrumentation-buffer needs one ELF with an {INSTRUMENTATION_KEY} table: {found}"
+        )
+    name, table = tables[0]
+    try:
+        return Profile.from_buffer(table, read_bytes(path))
+    except InstrumentationError as failure:
+        raise InputError(f"{path} with the table of {name}: {failure}") from None
+
+
+def _decode(args: argparse.Namespace, elves: list[tuple[str, bytes]], profile: Profile | None) -> int:
+    """Decode the printf and abort dumps, write their output; the exit status."""
+    registry = FormatRegistry()
+    warnings = [message for path, elf in elves for message in registry.load_elf(elf, path)]
+    validation = _validation_table(elves)
+    printf = decode_printf_buffer(
+        read_bytes(args.buffer), CombinedLookup(registry, validation), capacity=args.capacity
+    )
+    printf, sites = split_decoding(printf, validation)
+    aborts = decode_abort_buffer(read_bytes(args.abort_buffer), registry) if args.abort_buffer else None
+    status = EXIT_DEVICE_LOST if aborts is not None and aborts.device_lost else EXIT_OK
+    if sites and status == EXIT_OK:
+        status = EXIT_VALIDATION_ERRORS
+    if args.json or args.json_lines:
+        report = summary(printf, aborts, warnings, status, sites if validation.sites else None)
+        if profile is not None:
+            report["instrumentation"] = profile.to_document()
+        write_json(report, printf, lines=args.json_lines)
+        return status
+    for message in warnings:
+        warn(message)
+    write_text(printf)
+    report_printf(printf)
+    if aborts is not None:
+        report_aborts(aborts)
+    report_validation(sites, printf)
+    return status
+
+
+def _validation_table(elves: list[tuple[str, bytes]]) -> ValidationTable:
+    """The validation sites of every ELF (read where they are; an ELF without any adds none)."""
+    sites: list[Site] = []
+    for path, elf in elves:
+        table = ValidationTable.from_document(read_document(elf, source=path))
+        sites += table.sites if table is not None else ()
+    return ValidationTable(tuple(sites))
+
+
+def report_validation(sites: Sequence[SiteReport], printf: PrintfDecoding) -> None:
+    """One `error:` line a site that recorded out-of-bounds accesses; when the printf buffer overflowed,
+    how many failed checks may be missing (a site's record is SITE_RECORD_DWORDS dwords)."""
+    for site in sites:
+        error(site.line())
+    if sites and printf.dropped_dwords:
+        most = printf.dropped_dwords // SITE_RECORD_DWORDS
+        warn(
+            f"validation: the printf buffer dropped {printf.dropped_dwords} dword(s), so up to {most} failed "
+            "check(s) did not fit: the counts above are lower bounds, and a site whose every record was "
+            "dropped is not shown (a larger --buffer-size keeps them all)"
+        )
+
+
+def write_text(printf: PrintfDecoding) -> None:
+    """The output to stdout, byte for byte what C's printf writes, rendered by every CPU when large."""
+    chunks = printf.output_chunks(processes=os.cpu_count() or 1)
+    try:
+        for chunk in chunks:
+            write_stdout(chunk)
+    finally:
+        chunks.close()  # now, not when collected: an interrupted render stops its workers at once
+
+
+def report_printf(printf: PrintfDecoding) -> None:
+    """Dropped dwords and the buffer's issues, as warnings."""
+    if printf.dropped_dwords:
+        warn(
+            f"printf buffer: {printf.dropped_dwords} dword(s) of output did not fit "
+            f"(bufferOffset {printf.buffer_offset}, capacity {printf.capacity} dwords)"
+        )
+    for issue in printf.issues:
+        warn(f"printf buffer: {issue}")
+
+
+def report_aborts(aborts: AbortDecoding) -> None:
+    """Each abort message as an error, then what did not fit or could not be decoded."""
+    for message in aborts.messages:
+        if message.text is None:
+            error(
+                f"device lost: shader abort: a message not formatted (ID {message.id:#014x}, see the warning "
+                f"below), payload {message.payload.hex()}"
+            )
+            continue
+        text = message.text[:-1] if message.text.endswith("\n") else message.text
+        error(f"device lost: shader abort: {text}")
+    if aborts.device_lost and not aborts.messages:
+        error("device lost: shader abort (no abort message could be decoded)")
+    if aborts.dropped_dwords:
+        least, most = aborts.dropped_records
+        count = f"{least}" if least == most else f"{least} to {most}"
+        warn(
+            f"abort buffer: {aborts.dropped_dwords} dword(s) of abort records did not fit "
+            f"(bufferOffset {aborts.buffer_offset}, capacity {aborts.capacity} dwords): "
+            f"{count} abort message(s) lost"
+        )
+    for issue in aborts.issues:
+        warn(f"abort buffer: {issue}")
+
+
+ENTRIES = "\0entries\0"  # where the printf entries go in a summary: written in pieces, never held whole
+
+
+def summary(
+    printf: PrintfDecoding,
+    aborts: AbortDecoding | None,
+    warnings: list[str],
+    status: int,
+    sites: Sequence[SiteReport] | None = None,
+) -> dict[str, Any]:
+    """The `--json` document with ENTRIES in place of the printf entries: the buffer's figures and
+    issues, the abort messages, warnings, exit status; with validation sites (`sites` not None), those
+    that recorded errors."""
+    found: dict[str, Any] = {
+        "printf": {
+            "buffer_offset": printf.buffer_offset,
+            "capacity": printf.capacity,
+            "written_dwords": printf.written_dwords,
+            "dropped_dwords": printf.dropped_dwords,
+            "unused_dwords": printf.unused_dwords,
+            "entries": ENTRIES,
+            "issues": _json_issues(printf.issues),
+        },
+        "abort": None if aborts is None else _abort_document(aborts),
+        "warnings": warnings,
+        "exit_status": status,
+    }
+    if sites is not None:
+        found["validation"] = [_site_document(site) for site in sites]
+    return found
+
+
+def write_json(document: dict[str, Any], printf: PrintfDecoding, *, lines: bool = False) -> None:
+    """The `--json` document (`summary` with the entries in their place), or with `lines` one entry a
+    line and then the summary without entries on the last line (`--json-lines`). The entries are
+    rendered a piece at a time (`PrintfDecoding.json_chunks`), by every CPU when large, so that memory
+    is bounded by the buffer, not by the text."""
+    processes = os.cpu_count() or 1
+    if lines:
+        _write_entries(printf.json_chunks(LINE_TERMINATOR, processes=processes))
+        printf_figures = {key: value for key, value in document["printf"].items() if key != "entries"}
+        _write(json.dumps({**document, "printf": printf_figures}, allow_nan=False) + "\n")
+        return
+    before, after = json.dumps(document, allow_nan=False).split(json.dumps(ENTRIES), 1)
+    _write(before + "[")
+    _write_entries(printf.json_chunks(DOCUMENT_TERMINATOR, processes=processes), DOCUMENT_TERMINATOR)
+    _write("]" + after + "\n")
+
+
+def _write_entries(chunks: Generator[bytes, None, None], separator: str = "") -> None:
+    """The entries' JSON to stdout; with a `separator` (which ends each entry), not after the last."""
+    held = len(separator)
+    try:
+        pending = b""
+        for chunk in chunks:
+            write_stdout(pending)
+            write_stdout(chunk[: len(chunk) - held] if held else chunk)
+            pending = separator.encode("ascii")
+    finally:
+        chunks.close()  # now, not when collected: an interrupted render stops its workers at once
+
+
+def _write(text: str) -> None:
+    """JSON text to stdout: ASCII, as `json.dumps` escapes it."""
+    write_stdout(text.encode("ascii"))
+
+
+def _site_document(report: SiteReport) -> dict[str, Any]:
+    site = report.site
+    return {
+        "kind": site.kind,
+        "bytes": site.bytes,
+        "buffer": site.buffer,
+        "buffer_name": site.buffer_name,
+        "function": site.function,
+        "source": site.source,
+        "count": report.count,
+        "first_invocation": report.first_invocation,
+        "offsets": [report.least_offset, report.greatest_offset],
+        "buffer_bytes": report.buffer_bytes,
+        "message": report.line(),
+    }
+
+
+def _abort_document(aborts: AbortDecoding) -> dict[str, Any]:
+    return {
+        "device_lost": aborts.device_lost,
+        "buffer_offset": aborts.buffer_offset,
+        "capacity": aborts.capacity,
+        "written_dwords": aborts.written_dwords,
+        "dropped_dwords": aborts.dropped_dwords,
+        "unused_dwords": aborts.unused_dwords,
+        "dropped_records": list(aborts.dropped_records),
+        "messages": [
+            {
+                "offset": message.offset,
+                "id": message.id,
+                "format": message.format,
+                "values": json_values(message.values),
+                "text": message.text,
+                "payload": message.payload.hex(),
+            }
+            for message in aborts.messages
+        ],
+        "message_data": aborts.message_data().hex(),
+        "issues": _json_issues(aborts.issues),
+    }
+
+
+def _json_issues(issues: tuple[Issue, ...]) -> list[dict[str, Any]]:
+    return [{"offset": issue.offset, "message": issue.message} for issue in issues]

@@ -1,0 +1,49 @@
+"""`dprintf lower IN.ll [IN2.ll ...] [-o OUT.ll] [--target cpu|amdpal|nvptx]`: the lowered IR text.
+
+The inputs are linked into one module first, so their calls share one table. Every problem in the
+input is reported, one `error:` line each, and then nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from ...ir.diagnostics import LoweringError
+from ...lowered_module import Source
+from ...pipeline import lower_sources
+from . import EXIT_BAD_INPUT, EXIT_OK, InputError, error, read_text, warn, write_output
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        lowered = lower_sources(
+            read_sources(args.inputs),
+            args.target,
+            validate=args.validate,
+            dialect=args.format_dialect,
+            instrument=args.instrument,
+        )
+    except LoweringError as failure:
+        return report(failure)
+    for message in lowered.warnings:
+        warn(message)
+    write_output(args.output, lowered.ir)
+    return EXIT_OK
+
+
+def read_sources(paths: Sequence[str]) -> list[Source]:
+    """The input modules; `-` is stdin (named `<stdin>` in messages), which can be read once only."""
+    if list(paths).count(STDIN) > 1:
+        raise InputError("'-' (stdin) can be given only once")
+    return [Source(STDIN_NAME if path == STDIN else path, read_text(path)) for path in paths]
+
+
+def report(failure: LoweringError) -> int:
+    """Print each diagnostic as its own `error:` line; the exit status for bad input."""
+    for diagnostic in failure.diagnostics:
+        error(str(diagnostic))
+    return EXIT_BAD_INPUT

@@ -1,0 +1,242 @@
+"""`dprintf`: the command line of SPEC section 8. Parses arguments and dispatches to `commands`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+
+from metadata.formats import C_DIALECT, DIALECTS
+
+from ..devices.device import (
+    DEFAULT_ABORT_BUFFER_BYTES,
+    DEFAULT_PRINTF_BUFFER_BYTES,
+    DEFAULT_RUN_TIMEOUT_SECONDS,
+    MAX_INVOCATIONS,
+    WORKER_MODULES,
+)
+from ..devices.worker import prestart
+from .process_ends import run_main
+
+# What each numeric option accepts: the contract's own limits (MAX_INVOCATIONS, the 2 GiB offset
+# clamp of SPEC section 4 after a 16-byte header, a 32-bit `reserved0`), a thread count a process can
+# start, and a timeout that every wait of the standard library takes (milliseconds in a C int).
+MAX_THREADS = 1024
+MAX_BUFFER_BYTES = 16 + 4 * (1 << 29)
+MAX_CAPACITY_DWORDS = (1 << 32) - 1
+MAX_TIMEOUT_SECONDS = 1_000_000.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dprintf", description="Debug printf and shader abort for GPU compilers."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    lower = commands.add_parser("lower", help="lower printf and abort calls; print the lowered IR")
+    lower.add_argument("inputs", nargs="+", metavar="IN.ll", help="textual LLVM IR ('-' reads stdin)")
+    lower.add_argument("-o", "--output", metavar="OUT.ll", help="output file (stdout by default)")
+    lower.add_argument("--target", choices=("cpu", "amdpal", "nvptx"), default="cpu")
+    _add_lowering_options(lower)
+
+    compile_ = commands.add_parser(
+        "compile", help="lower and compile to an ELF object with the table in a note"
+    )
+    compile_.add_argument("inputs", nargs="+", metavar="IN.ll")
+    compile_.add_argument("-o", "--output", metavar="OUT", required=True)
+    compile_.add_argument("--target", choices=("amdpal", "cpu"), default="amdpal")
+    _add_lowering_options(compile_)
+    compile_.add_argument(
+        "--mcpu", metavar="NAME", help="target processor (gfx1100 for amdpal, the host for cpu)"
+    )
+
+    inspect = commands.add_parser("inspect", help="print the format-string table of an ELF")
+    inspect.add_argument("file", metavar="FILE")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of YAML-like text")
+
+    run = commands.add_parser("run", help="lower, run on a device, decode the buffers")
+    _add_run_options(run)
+    _add_lowering_options(run)
+    run.add_argument(
+        "--dump-buffers",
+        metavar="DIR",
+        help="write each data buffer to DIR/buffer<N>.bin after the run (and with --instrument, the "
+        "block counters to DIR/instrumentation.bin)",
+    )
+    _add_json_options(run)
+
+    profile = commands.add_parser(
+        "profile", help="run with every basic block counted; report the counts and costs (SPEC 10)"
+    )
+    _add_run_options(profile)
+    _add_lowering_options(profile, counted=False)
+    _add_profile_options(profile)
+    profile.add_argument("--json", action="store_true", help="print the table and the counts as JSON")
+
+    decode = commands.add_parser("decode", help="decode raw buffer dumps")
+    decode.add_argument("buffer", nargs="?", metavar="BUFFER", help="printf buffer dump ('-' reads stdin)")
+    decode.add_argument("--abort-buffer", metavar="FILE", help="abort buffer dump")
+    decode.add_argument(
+        "--elf", action="append", required=True, metavar="FILE", help="ELF with a table (repeatable)"
+    )
+    decode.add_argument(
+        "--capacity",
+        type=_integer(0, MAX_CAPACITY_DWORDS),
+        metavar="DWORDS",
+        help="capacity in dwords (default: reserved0)",
+    )
+    _add_json_options(decode)
+    decode.add_argument(
+        "--instrumentation-buffer",
+        metavar="FILE",
+        help="block counters dump (SPEC 10): the profile of the ELF's instrumentation table",
+    )
+    _add_profile_options(decode)
+
+    link = commands.add_parser("link", help="one ELF whose table is the union of the inputs'")
+    link.add_argument("inputs", nargs="+", metavar="IN.elf")
+    link.add_argument("-o", "--output", metavar="OUT.elf", required=True)
+    return parser
+
+
+_BYTE_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the commands that lower and run IN.ll: the entry, the invocations, the buffers."""
+    parser.add_argument("input", metavar="IN.ll")
+    parser.add_argument("--entry", default="main", help="entry function (default: main)")
+    parser.add_argument(
+        "--invocations",
+        type=_integer(1, MAX_INVOCATIONS),
+        default=1,
+        metavar="N",
+        help="IDs 0..N-1 (default: 1)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=_integer(1, MAX_THREADS),
+        default=1,
+        metavar="T",
+        help="cpu device threads (default: 1, in order)",
+    )
+    parser.add_argument(
+        "--buffer-size",
+        type=_integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS),
+        default=DEFAULT_PRINTF_BUFFER_BYTES,
+        metavar="BYTES",
+        help=f"whole printf buffer, header included, in bytes or KiB/MiB/GiB "
+        f"(default: {DEFAULT_PRINTF_BUFFER_BYTES})",
+    )
+    parser.add_argument(
+        "--abort-buffer-size",
+        type=_integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS),
+        default=DEFAULT_ABORT_BUFFER_BYTES,
+        metavar="BYTES",
+        help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
+    )
+    parser.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_RUN_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help=f"stop a device still running after this long (default: {DEFAULT_RUN_TIMEOUT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--buffer",
+        action="append",
+        default=[],
+        type=_data_buffer,
+        metavar="BYTES[:FILE]",
+        help="a data buffer of the entry, in parameter order: BYTES zeros, or FILE's bytes then zeros",
+    )
+
+
+def _add_profile_options(parser: argparse.ArgumentParser) -> None:
+    """How a profile is shown besides its report (SPEC 10)."""
+    parser.add_argument(
+        "--annotate",
+        action="store_true",
+        help="print the source (or the IR, without debug information) with each line's counts",
+    )
+    parser.add_argument(
+        "--arm-values",
+        metavar="FILE",
+        help="write the values vkGetShaderInstrumentationValuesARM returns to FILE, the metrics to FILE.json",
+    )
+    parser.add_argument("--html", metavar="FILE", help="write the profile as one self-contained HTML page")
+
+
+def _add_json_options(parser: argparse.ArgumentParser) -> None:
+    """`--json` (one document) or `--json-lines` (an entry a line, then the summary), not both."""
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--json", action="store_true", help="print one JSON document instead of the output")
+    choice.add_argument(
+        "--json-lines", action="store_true", help="print one JSON entry a line, then one summary line"
+    )
+
+
+def _add_lowering_options(parser: argparse.ArgumentParser, counted: bool = True) -> None:
+    """The options of every command that lowers: the format dialect, and unless the command decides
+    itself (`counted` False), validation and instrumentation."""
+    if counted:
+        parser.add_argument(
+            "--validate", action="store_true", help="check every data-buffer access (SPEC 11)"
+        )
+        parser.add_argument(
+            "--instrument", action="store_true", help="count every basic block's entries (SPEC 10)"
+        )
+    parser.add_argument(
+        "--format-dialect",
+        choices=DIALECTS,
+        default=C_DIALECT,
+        help="how format strings read: C's (default), or VVL's habits (SPEC 9)",
+    )
+
+
+def _integer(least: int, most: int, units: dict[str, int] | None = None) -> Callable[[str], int]:
+    """A parser of integers (decimal, or 0x/0o/0b), with one of `units` after them when given, from
+    `least` to `most`; its errors name the range it takes."""
+
+    def parse(text: str) -> int:
+        number, scale = text, 1
+        for unit, size in (units or {}).items():
+            if text.endswith(unit):
+                number, scale = text[: -len(unit)], size
+        try:
+            value = int(number, 0) * scale
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not least <= value <= most:
+            raise argparse.ArgumentTypeError(f"{text!r} is not from {least} to {most}")
+        return value
+
+    return parse
+
+
+def _data_buffer(text: str) -> tuple[int, str | None]:
+    """`BYTES[:FILE]`: a data buffer's size (bytes or KiB/MiB/GiB) and the file it starts from."""
+    size, _, path = text.partition(":")
+    return _integer(1, MAX_BUFFER_BYTES, _BYTE_UNITS)(size), path or None
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS:g}"
+        )
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse `argv` and run the command under the process-end policy of `process_ends`."""
+    args = build_parser().parse_args(argv)
+    if args.command in ("run", "profile"):
+        prestart(WORKER_MODULES[args.device])  # starts while the command imports and lowers
+    command = importlib.import_module(f"lowering.cli.commands.{args.command}_command")
+    return run_main(lambda: command.run(args))

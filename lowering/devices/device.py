@@ -1,0 +1,142 @@
+"""What a device is, as the harness and every device see it: the launch, the entry point, how the device
+ended, the limits and defaults of a run.
+
+The harness (`harness`) drives a device; each device (`cpu`, `nvptx`, through
+`device_worker`) implements `Device`. Both import this module and neither imports the other's, so the
+layers point one way: command line -> harness -> devices -> this module.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from metadata.errors import DprintfError
+
+MAX_INVOCATIONS = 1 << 32  # invocation IDs are 32-bit: 0 .. 2^32 - 1
+DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
+DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)  # the proposal's minimum maxShaderAbortMessageSize
+DEFAULT_RUN_TIMEOUT_SECONDS = 60.0
+PRINTF_IMAGE, ABORT_IMAGE = 0, 1  # a launch's images: printf, abort, then the data buffers
+
+Image = bytes | bytearray | memoryview | mmap.mmap  # a buffer's bytes, as the harness gives them
+
+
+class DeviceError(DprintfError):
+    """A device that is not available, or that cannot run the code it was given."""
+
+
+@dataclass(frozen=True, slots=True)
+class EntryPoint:
+    """The entry function: its name, whether it takes the abort buffer between printf's and the ID, and how
+    many data buffers it takes after the ID (SPEC section 11)."""
+
+    name: str
+    takes_abort_buffer: bool
+    data_buffers: int = 0
+
+    @property
+    def ir_name(self) -> str:
+        """The function's name as IR spells it, quoted so that any name is valid."""
+        escaped = "".join(f"\\{ord(char):02X}" if char in '"\\' else char for char in self.name)
+        return f'@"{escaped}"'
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeGlobal:
+    """A module global that the runtime sets before a launch (SPEC sections 9-11), when the module has it:
+    to the device address of image `image` (a pointer), or else to the bytes `value`. A global the
+    module only declares is defined by the device, zero-initialised, before it is set."""
+
+    name: str
+    image: int | None = None
+    value: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads,
+    and the globals to set first. The images it is given are the printf and abort buffers, the entry's
+    data buffers in parameter order, then the images only runtime globals point at (the
+    instrumentation buffer)."""
+
+    ir: str
+    entry: EntryPoint
+    invocations: int
+    threads: int
+    timeout: float
+    runtime_globals: tuple[RuntimeGlobal, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceStatus:
+    """How the device stopped: every invocation returned (in `seconds`, when the device measures it), or it
+    was lost (a signal, an exit status, the timeout). `detail` is what the device printed, if anything."""
+
+    finished: bool
+    timed_out: bool = False
+    signal: int | None = None
+    exit_status: int | None = None
+    timeout: float | None = None
+    seconds: float | None = None
+    detail: str = ""
+    interruption: KeyboardInterrupt | None = None
+
+    @classmethod
+    def completed(cls, detail: str = "", seconds: float | None = None) -> DeviceStatus:
+        return cls(finished=True, seconds=seconds, detail=detail)
+
+    @classmethod
+    def lost(
+        cls, signal: int | None = None, exit_status: int | None = None, detail: str = ""
+    ) -> DeviceStatus:
+        return cls(finished=False, signal=signal, exit_status=exit_status, detail=detail)
+
+    @classmethod
+    def interrupted_by(cls, interruption: KeyboardInterrupt, detail: str = "") -> DeviceStatus:
+        """Stopped because the harness itself was interrupted (SIGINT, SIGTERM) while the device ran."""
+        return cls(finished=False, interruption=interruption, detail=detail)
+
+    @classmethod
+    def timed_out_after(cls, timeout: float, detail: str = "") -> DeviceStatus:
+        return cls(finished=False, timed_out=True, timeout=timeout, detail=detail)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRun:
+    """The images (printf, abort) as the device left them, guards included, and how it stopped."""
+
+    images: tuple[Image, ...]
+    status: DeviceStatus
+
+
+# `--device` name -> the module that opens the device.
+DEVICE_MODULES = {"cpu": "lowering.devices.cpu", "nvptx": "lowering.devices.nvptx"}
+# `--device` name -> its worker's module, which `worker.prestart` starts ahead of the device.
+WORKER_MODULES = {"cpu": "lowering.devices.cpu", "nvptx": "lowering.devices.nvptx_worker"}
+# Workers that import only the standard library and this package: their interpreter starts without the
+# `site` module (`python -S`), which on a host whose site-packages hold much takes a tenth of a second.
+SITE_FREE_WORKERS = frozenset({"lowering.devices.nvptx_worker"})
+
+
+class Device(Protocol):
+    """A place to run lowered code. `name` is how `--device` spells it; `target` is the lowering target of
+    the code it runs. `run` runs `launch` with the buffers initialised from `images` (printf, abort; the
+    entry receives their addresses), and returns the images as the code left them. It raises DeviceError
+    when it cannot run the code at all; a device lost while running is a `DeviceStatus`, not an error.
+    It never waits longer than `launch.timeout` seconds for the code."""
+
+    name: str
+    target: str
+
+    def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun: ...
+
+    def prepare(self) -> None:
+        """Start what the next `run` needs (its worker) ahead of it, while the caller lowers the code."""
+        ...
+
+    def release(self) -> None:
+        """Undo a `prepare` that no `run` followed."""
+        ...

@@ -1,0 +1,110 @@
+"""The nvptx device's worker (`python -m lowering.devices.nvptx_worker`, see `worker`): runs the kernel
+of `nvptx.kernel_ptx` on the first GPU through the CUDA driver (`cuda_driver`).
+
+It imports the standard library and the driver's bindings, not numpy, llvmlite or CuPy, and starts
+CUDA (`cuInit`, the primary context) as soon as it starts, before its job arrives: the harness makes the
+PTX meanwhile. Then it loads the PTX, puts the buffers where the kernel sees them, launches one thread
+per invocation and copies the buffers back into the shared file.
+
+Both buffer images live in the shared file. The abort buffer is used in place: its pages are pinned and
+mapped into the GPU's address space, so an abort record, fenced at system scope before the trap, is in
+host memory when the context is lost. The printf buffer lives in device memory and is copied back,
+except for code that can abort: then it is mapped host memory too, so that the output written before
+an abort survives the loss of the context. So do the images only runtime globals point at (the
+instrumentation counters, SPEC 10), after the entry's data buffers. Device copies start zeroed and only the
+pieces of an image that are not zero (`filled`, from the harness) are copied to the GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+
+from .cuda_driver import (
+    ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+    CudaDriver,
+    CudaError,
+    DriverMissing,
+)
+from .worker import Job, Unavailable, serve, whole_pages
+
+KERNEL_NAME = "dprintf_kernel"
+BLOCK_THREADS = 256
+
+
+class Gpu:
+    """The first GPU, CUDA initialised and its primary context current: what the worker starts with."""
+
+    def __init__(self) -> None:
+        try:
+            self.driver = CudaDriver.load()
+            self.driver.initialise()
+            self.device = self.driver.device(0)
+            self.driver.use_primary_context(self.device)
+        except DriverMissing as missing:
+            raise Unavailable(str(missing)) from None
+        except CudaError as failure:
+            raise Unavailable(f"CUDA reports no usable GPU ({failure})") from None
+
+
+class GpuRun:
+    """The job on the GPU: the kernel loaded, the buffers in place, the globals set."""
+
+    def __init__(self, job: Job, memory: mmap.mmap, gpu: Gpu) -> None:
+        driver = self.driver = gpu.driver
+        if not driver.attribute(ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, gpu.device):
+            raise RuntimeError("the GPU cannot address registered host memory at its host address")
+        self.invocations = job["invocations"]
+        self.host = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+        self.copies: list[tuple[int, int, int]] = []  # (host, device, bytes) copied back after the run
+        regions = zip(job["regions"], job["filled"], strict=True)
+        printf, abort, *rest = [(offset, size, filled) for (offset, size), filled in regions]
+        data, runtime = rest[: job["data_buffers"]], rest[job["data_buffers"] :]
+        place = self._mapped if job["printf_on_host"] else self._on_device
+        self.abort = self._mapped(abort)
+        self.printf = place(printf)
+        self.data = [self._on_device(region) for region in data]
+        self.runtime = [place(region) for region in runtime]  # images only globals point at
+        module = driver.load_module(job["ptx"])
+        self.kernel = driver.kernel(module, KERNEL_NAME)
+        addresses = [self.printf, self.abort, *self.data, *self.runtime]
+        for item in job["globals"]:
+            image = item["image"]
+            value = bytes.fromhex(item["value"]) if image is None else addresses[image].to_bytes(8, "little")
+            found = driver.global_address(module, item["ptx_name"])
+            if found is not None and value:
+                source = ctypes.create_string_buffer(value)
+                driver.copy_to_device(found[0], ctypes.addressof(source), len(value))
+
+    def _mapped(self, region: tuple[int, int, list]) -> int:
+        """Pin an image's pages and map them for the GPU; its address, the same on both sides."""
+        offset, size, _ = region
+        self.driver.register_host(self.host + offset, whole_pages(size))
+        return self.host + offset
+
+    def _on_device(self, region: tuple[int, int, list]) -> int:
+        """A zeroed device copy of an image, its non-zero pieces copied in; copied back after the run."""
+        offset, size, filled = region
+        address = self.driver.allocate(size)
+        for start, stop in filled:
+            self.driver.copy_to_device(address + start, self.host + offset + start, stop - start)
+        self.copies.append((self.host + offset, address, size))
+        return address
+
+    def execute(self) -> float:
+        """Run every invocation, copy the device buffers back; the seconds the kernel took, by CUDA events."""
+        driver = self.driver
+        start, end = driver.event(), driver.event()
+        blocks = max(1, -(-self.invocations // BLOCK_THREADS))
+        buffers = [ctypes.c_uint64(address) for address in (self.printf, self.abort, *self.data)]
+        driver.record(start)
+        driver.launch(self.kernel, blocks, BLOCK_THREADS, [*buffers, ctypes.c_uint32(self.invocations)])
+        driver.record(end)
+        driver.wait(end)
+        for host, device, size in self.copies:
+            driver.copy_to_host(host, device, size)
+        return driver.elapsed_seconds(start, end)
+
+
+if __name__ == "__main__":
+    serve(GpuRun, start=Gpu, cannot_run=(RuntimeError, MemoryError), device_lost=(CudaError,))

@@ -1,0 +1,271 @@
+"""The internal `alwaysinline` helpers that replace each printf and abort call (SPEC sections 4 and 5).
+
+The pass replaces a call by a call to a helper, one per (kind, buffer type, argument types), which
+reserves the record with one atomic add and writes it. The branches (capacity check, abort's trap)
+live in the helper, so each splice in the caller is one straight-line instruction; LLVM's always-inliner
+then puts a copy of the helper in place of each call. This module classifies the arguments (how each IR
+type is packed) and builds the helpers with `llvmlite.ir`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import llvmlite.ir as ir
+
+from metadata.layout import FLOAT, INTEGER, ArgType, Layout
+from metadata.wire import (
+    ABORT_SIZE_DWORDS,
+    CAPACITY_BYTE_OFFSET,
+    ENTRY_HEADER_DWORDS,
+    HEADER_DWORDS,
+    OFFSET_CLAMP_DWORDS,
+    abort_record_dwords,
+    entry_dwords,
+)
+
+from ..ir.building import I32, I64, constant, declared, internal_function, store_atomic
+from ..ir.lexer import global_name
+from ..ir.types import parse_type
+from ..targets.target import Target
+from .warp_aggregation import define_warp_aggregated_reserve
+
+PRINTF = "printf"
+ABORT = "abort"
+SIGN_EXTENDED = "signext"  # the call operand attribute after which a narrow integer widens with its sign
+
+# IR scalar -> (buffer kind, IR bits, cast that widens it, IR type stored): SPEC section 4.
+_SCALARS: dict[ir.Type, tuple[str, int, str | None, ir.Type]] = {
+    ir.IntType(1): (INTEGER, 1, "zext", I32),
+    ir.IntType(8): (INTEGER, 8, "zext", I32),
+    ir.IntType(16): (INTEGER, 16, "zext", I32),
+    I32: (INTEGER, 32, None, I32),
+    I64: (INTEGER, 64, None, I64),
+    ir.HalfType(): (FLOAT, 16, "fpext", ir.FloatType()),
+    ir.FloatType(): (FLOAT, 32, None, ir.FloatType()),
+    ir.DoubleType(): (FLOAT, 64, None, ir.DoubleType()),
+}
+_ALLOWED = f"{', '.join(map(str, _SCALARS))}, or fixed vectors of them"
+
+
+@dataclass(frozen=True, slots=True)
+class Argument:
+    """A variadic argument: its IR type, its buffer type, the cast that widens it and the IR type stored."""
+
+    ir_type: ir.Type
+    arg_type: ArgType
+    cast: str | None
+    stored: ir.Type
+
+
+@functools.lru_cache(maxsize=256)
+def classify(ir_type: str, sign_extended: bool = False) -> Argument | str:
+    """How an argument of `ir_type` is packed (SPEC section 4), or why it cannot be. A narrow integer
+    widens by zero extension, or by sign extension when `sign_extended` (its `signext`, SPEC 9)."""
+    parsed = parse_type(ir_type)
+    lanes, scalar = 0, parsed
+    if isinstance(parsed, ir.VectorType):
+        lanes, scalar = parsed.count, parsed.element
+    widening = _SCALARS.get(scalar) if scalar is not None else None
+    if parsed is None or widening is None:
+        return f"type {ir_type} is {_what_is(ir_type, parsed)}; arguments must be {_ALLOWED}"
+    kind, bits, cast, stored = widening
+    if sign_extended and cast == "zext":
+        cast = "sext"
+    return Argument(
+        parsed, ArgType.widened(kind, bits, lanes), cast, ir.VectorType(stored, lanes) if lanes else stored
+    )
+
+
+def _what_is(text: str, parsed: ir.Type | None) -> str:
+    if isinstance(parsed, ir.VectorType):
+        return f"a vector of {parsed.element}"
+    if isinstance(parsed, ir.PointerType):
+        return "a pointer"
+    if isinstance(parsed, ir.ArrayType):
+        return "an array"
+    if isinstance(parsed, ir.BaseStructType):
+        return "a structure"
+    if isinstance(parsed, ir.IntType):
+        return "an integer of an unsupported width"
+    if text.startswith("<vscale"):
+        return "a scalable vector"
+    if text[:1] in "{<%":
+        return "a structure"
+    return "not supported"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Helper:
+    """An internal `alwaysinline` function writing one kind of record for one list of argument types.
+
+    The pass makes one per (kind, buffer type, argument types, aggregated), so a helper is its own
+    identity (and a cheap key for what depends on its layout). An `aggregated` helper reserves through
+    the warp-aggregated reserve of its buffer type (`warp_aggregation`). An `outlined` helper is
+    `noinline`: its calls stay calls (see `Target.outlines_calls_above`).
+    """
+
+    name: str
+    kind: str
+    buffer_type: str
+    arguments: tuple[Argument, ...]
+    aggregated: bool = False
+    outlined: bool = False
+    layout: Layout = field(init=False)
+    entry_dwords: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        layout = tuple(argument.arg_type for argument in self.arguments)
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "entry_dwords", entry_dwords(layout))
+
+
+def signed64(value: int) -> int:
+    """`value` as LLVM spells an i64 constant (an entry header): two's complement, signed."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def define_helper(
+    module: ir.Module, helper: Helper, target: Target, reserve: ir.Function | None = None
+) -> ir.Function:
+    """Define the helper in `module`, called as `helper(buffer, i64 header, arguments...)`.
+
+    Recipe: reserve the record with one 64-bit atomic add on `bufferOffset` (or through `reserve`, the
+    warp-aggregated equivalent returning the same old value); clamp the old value to
+    OFFSET_CLAMP_DWORDS; where the target checks capacity, go on only if `old + size <= reserved0`;
+    write at dword `HEADER_DWORDS + clamped`. A printf entry is the 64-bit header `(id << 16) | size`
+    (passed in, the ID differs per call) and the packed arguments. An abort record is the u64 entry
+    size in bytes, that entry, and a zero dword when padding to 8 bytes, the size stored last with
+    release ordering; then a fence and `llvm.trap`.
+    """
+    buffer_type = parse_type(helper.buffer_type)
+    is_abort = helper.kind == ABORT
+    size = constant(abort_record_dwords(helper.layout) if is_abort else helper.entry_dwords)
+    parameters = [(buffer_type, "buffer"), (I64, "header")]
+    parameters += [(argument.ir_type, f"a{index}") for index, argument in enumerate(helper.arguments)]
+    attributes = ["noinline" if helper.outlined else "alwaysinline", "nounwind"]
+    function = internal_function(
+        module, helper.name, ir.VoidType(), parameters, [*attributes, "noreturn"] if is_abort else attributes
+    )
+    buffer, header, *values = function.args
+    builder = ir.IRBuilder(function.append_basic_block("reserve"))
+    if reserve is None:
+        old = builder.atomic_rmw("add", buffer, size, "monotonic", name="old")
+    else:
+        old = builder.call(reserve, [buffer, size], name="old")
+    clamp = constant(OFFSET_CLAMP_DWORDS)
+    at = builder.select(builder.icmp_unsigned("<", old, clamp, name="low"), old, clamp, name="at")
+    write = function.append_basic_block("write") if target.checks_capacity else None
+    exit_block = function.append_basic_block("stop" if is_abort else "done")
+    if write is not None:
+        capacity_at = builder.gep(
+            buffer, [constant(CAPACITY_BYTE_OFFSET)], source_etype=ir.IntType(8), name="cap.ptr"
+        )
+        capacity = builder.zext(builder.load(capacity_at, typ=I32, align=4, name="cap"), I64, name="cap.wide")
+        fits = builder.icmp_unsigned("<=", builder.add(old, size, name="end"), capacity, name="fits")
+        builder.cbranch(fits, write, exit_block)
+        builder.position_at_end(write)
+    # `[HEADER_DWORDS x i32]` steps over the buffer header: dword HEADER_DWORDS + %at.
+    record = builder.gep(buffer, [constant(1), at], source_etype=ir.ArrayType(I32, HEADER_DWORDS), name="rec")
+    entry = record
+    if is_abort:
+        entry = builder.gep(record, [constant(ABORT_SIZE_DWORDS)], source_etype=I32, name="entry")
+    builder.store(header, entry, align=4)
+    dword = ENTRY_HEADER_DWORDS
+    for index, (argument, value) in enumerate(zip(helper.arguments, values, strict=True)):
+        if argument.cast is not None:
+            value = _widen(builder, argument, value, index)
+        slot = builder.gep(entry, [constant(dword)], source_etype=I32, name=f"a{index}.ptr")
+        builder.store(value, slot, align=4)
+        dword += argument.arg_type.dwords
+    if is_abort and abort_record_dwords(helper.layout) > ABORT_SIZE_DWORDS + dword:
+        padding = builder.gep(entry, [constant(dword)], source_etype=I32, name="pad.ptr")
+        builder.store(constant(0, I32), padding, align=4)
+    if is_abort:
+        # payloadBytes last, released after the entry: a record whose writer died half-way reads as
+        # size 0. Records are whole numbers of 8 bytes from an 8-byte aligned start, so this is aligned.
+        store_atomic(builder, constant(helper.entry_dwords * 4), record, "release", 8)
+    builder.branch(exit_block)
+    builder.position_at_end(exit_block)
+    if is_abort:
+        builder.fence("seq_cst")
+        builder.call(declared(module, "llvm.trap", ir.VoidType(), []), [])
+        builder.unreachable()
+    else:
+        builder.ret_void()
+    return function
+
+
+def _widen(builder: ir.IRBuilder, argument: Argument, value: ir.Value, index: int) -> ir.Value:
+    """The argument widened as it is stored: `zext`, `sext` or `fpext`."""
+    cast = {"zext": builder.zext, "sext": builder.sext, "fpext": builder.fpext}[argument.cast or ""]
+    return cast(value, argument.stored, name=f"a{index}.wide")
+
+
+class HelperSet:
+    """The helpers of one run, one per (kind, buffer type, argument types, aggregated, outlined), named
+    with the run's prefix; and the `llvmlite.ir` module that defines them."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self._by_key: dict[tuple, Helper] = {}
+
+    def __iter__(self) -> Iterator[Helper]:
+        return iter(self._by_key.values())
+
+    def get(
+        self,
+        kind: str,
+        buffer_type: str,
+        types: tuple[tuple[str, bool], ...],
+        aggregated: bool,
+        outlined: bool,
+    ) -> Helper | list[str]:
+        """The helper for arguments of `types` (each an IR type and whether it is `signext`), or why each
+        argument that cannot be passed cannot (`argument N: ...`)."""
+        key = (kind, buffer_type, types, aggregated, outlined)
+        helper = self._by_key.get(key)
+        if helper is None:
+            arguments = [classify(ir_type, sign_extended) for ir_type, sign_extended in types]
+            reasons = [
+                f"argument {position}: {argument}"
+                for position, argument in enumerate(arguments, start=1)
+                if isinstance(argument, str)
+            ]
+            if reasons:
+                return reasons
+            name = f"{self.prefix}{kind}.{len(self._by_key)}"
+            classified = tuple(argument for argument in arguments if isinstance(argument, Argument))
+            helper = self._by_key[key] = Helper(name, kind, buffer_type, classified, aggregated, outlined)
+        return helper
+
+    def add(self, key: str, helper: Helper) -> None:
+        """A helper a pass built itself (validation's report), defined with the others."""
+        self._by_key[(key,)] = helper
+
+    def declarations(self) -> list[str]:
+        """Each helper declared, for a module parsed before they are defined."""
+        return [
+            f"declare void {global_name(helper.name)}("
+            + ", ".join(
+                [helper.buffer_type, "i64", *(str(argument.ir_type) for argument in helper.arguments)]
+            )
+            + ")"
+            for helper in self
+        ]
+
+    def module(self, target: Target) -> ir.Module:
+        """An `llvmlite.ir` module defining the helpers and the warp-aggregated reserves they call."""
+        built = ir.Module()
+        buffer_types = dict.fromkeys(helper.buffer_type for helper in self if helper.aggregated)
+        reserves = {
+            buffer_type: define_warp_aggregated_reserve(
+                built, f"{self.prefix}reserve.{n}", parse_type(buffer_type)
+            )
+            for n, buffer_type in enumerate(buffer_types)
+        }
+        for helper in self:
+            define_helper(built, helper, target, reserves[helper.buffer_type] if helper.aggregated else None)
+        return built

@@ -1,0 +1,52 @@
+"""The tables into an amdpal module's PAL metadata (SPEC 6): the format strings and the other passes'
+tables in `!amdgpu.pal.metadata.msgpack`, merged with what the module has, from which LLVM's AMDGPU
+backend writes the ELF note itself. Other targets get their note when code generation writes the ELF."""
+
+from __future__ import annotations
+
+from metadata.elf_notes import pal_metadata_ir
+from metadata.errors import DprintfError
+from metadata.linking import link_tables
+from metadata.table import FormatTable, unpack_document
+
+from ..ir.model import Module
+from .context import PassContext
+
+PAL_METADATA = "!amdgpu.pal.metadata.msgpack"
+USER_DATA_OFFSET_KEY = ".user_data_offset"
+
+
+def run(context: PassContext) -> None:
+    """amdpal: the format-string table and the others the run has, in the module's PAL metadata."""
+    if not context.target.pal_metadata:
+        return
+    if context.user_data is not None:
+        context.table.other_keys[USER_DATA_OFFSET_KEY] = context.user_data.found.user_data_offset
+    extra = {
+        **(context.validation.to_document() if context.validation is not None else {}),
+        **(context.instrumentation.to_document() if context.instrumentation is not None else {}),
+    }
+    try:
+        _add_pal_table(context.module, context.table, extra)
+    except DprintfError as failure:
+        raise context.module_error(str(failure)) from None
+
+
+def _add_pal_table(module: Module, table: FormatTable, extra: dict) -> None:
+    """Put `table` and the keys of `extra` in the module's `!amdgpu.pal.metadata.msgpack`, merged with the
+    documents already there (their tables linked with it: one ID or table key with two values is an
+    error)."""
+    tables = [table]
+    document: dict = {}
+    named = module.named_metadata.get(PAL_METADATA)
+    if named is not None:
+        for reference in named.operands:
+            blob = module.string_at(reference)
+            if blob is None:
+                raise DprintfError(f"{PAL_METADATA[1:]} operand {reference} is not a metadata string")
+            existing = unpack_document(blob)
+            tables.append(FormatTable.from_document(existing))
+            document = {**existing, **document}
+        module.remove(named)
+    node = max(module.metadata, default=-1) + 1
+    module.add_lines(pal_metadata_ir(link_tables(tables).encode({**document, **extra}), node=node))

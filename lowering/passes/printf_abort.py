@@ -1,0 +1,215 @@
+"""The printf and abort pass (SPEC sections 1-6 and 9): each call replaced by a call to its helper.
+
+Recipe per call: find its buffer (an operand, or the runtime's); read and check its format string;
+pick the helper for its argument types; add its string to the table, which gives the entry header;
+replace the call by `helper(buffer, header, arguments...)`, a straight-line edit. LLPC's
+`@lgc.abort.msg` carries its message's dwords: the constant ones go into the table entry, the others
+into the record. The helpers are defined, and inlined, by the pipeline once every pass has run.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import llvmlite.ir as ir
+
+from metadata.abort_messages import AbortMessageEntry, static_problem
+from metadata.errors import DprintfError
+from metadata.formats import VVL_DIALECT
+from metadata.wire import MAX_ENTRY_DWORDS, entry_header
+
+from ..ir.lexer import global_name
+from ..ir.model import Instruction
+from ..ir.types import parse_type
+from ..ir.values import Operand, constant_lanes
+from ..targets.runtime_globals import ABORT_BUFFER_GLOBAL
+from ..targets.target import Aggregation
+from .calls import MESSAGE, Call, crowded_functions, entry_parameters, find_calls, other_uses
+from .context import RUNTIME_BUFFER_TYPE, PassContext
+from .format_strings import FormatStrings
+from .helpers import ABORT, PRINTF, SIGN_EXTENDED, Helper, signed64
+from .runtime_buffers import RuntimeBuffers
+
+_UNDEFINED = frozenset({"undef", "poison"})  # a message dword of these is a constant 0
+
+
+def run(context: PassContext, kinds: list[str]) -> None:
+    """Lower every call of `kinds` in the module; the problems go to the context."""
+    _PrintfAbort(context).run(kinds)
+
+
+class _PrintfAbort:
+    """One run of the pass: the format strings and their entries, the runtime's buffers, the functions
+    whose calls stay calls (`Target.outlines_calls_above`)."""
+
+    def __init__(self, context: PassContext) -> None:
+        self.context = context
+        self.formats = FormatStrings(context)
+        self.buffers = RuntimeBuffers(context)
+        self.outlined: frozenset[str] = frozenset()
+
+    def run(self, kinds: list[str]) -> None:
+        context = self.context
+        calls = find_calls(context.module, kinds)
+        self.outlined = crowded_functions(calls, context.target.outlines_calls_above)
+        for call in calls:
+            if call.kind == MESSAGE:
+                self._lower_message(call)
+            else:
+                self._lower_call(call)
+        for problem in other_uses(context.module, kinds, calls):
+            context.problem(None, problem)
+
+    def _lower_call(self, call: Call) -> None:
+        """Check a printf or abort call, record its string in the table, and replace it by a call to its
+        helper."""
+        context, operands = self.context, call.operands
+        without_buffer = _without_buffer_operand(call)
+        if len(operands) < 2 and not without_buffer:
+            missing = "buffer and format string operands" if not operands else "format string operand"
+            context.problem(call, f"missing the {missing}")
+            return
+        problems = len(context.problems)
+        loads: list[Instruction] = []
+        if without_buffer:
+            found = self.buffers.printf_buffer(call)
+            if found is None:
+                return
+            (buffer, loads), string_operand, rest = found, operands[0], operands[1:]
+        else:
+            buffer, string_operand, rest = operands[0], operands[1], operands[2:]
+        if not buffer.type.startswith("ptr"):
+            context.problem(call, f"the buffer operand `{operands[0]}` is not a pointer")
+        string = self.formats.string(call, string_operand)
+        padding: list[Instruction] = []
+        if context.options.dialect == VVL_DIALECT and string is not None:
+            rest, padding = self.formats.vvl_arguments(call, string, rest)
+        types = tuple((operand.type, SIGN_EXTENDED in operand.attributes) for operand in rest)
+        helper = self._helper(call, buffer.type, types, not without_buffer and self._aggregates(call, buffer))
+        if string is None or helper is None or len(context.problems) > problems:
+            return
+        header = self.formats.header(string, helper)
+        if isinstance(header, str):
+            context.problem(call, header)
+            return
+        self._replace(call, helper, buffer, header, rest, [*loads, *padding])
+
+    def _lower_message(self, call: Call) -> None:
+        """LLPC's abort message (SPEC 9): its constant dwords go into its table entry, the others into the
+        record an abort helper writes to the runtime's abort buffer; then the invocation ends, as an
+        abort's does."""
+        context = self.context
+        if not call.operands:
+            context.problem(call, "no message: @lgc.abort.msg takes the message's dwords")
+            return
+        problems = len(context.problems)
+        dwords: list[int | None] = []
+        written: list[Operand] = []
+        for position, operand in enumerate(call.operands, start=1):
+            lanes = _message_dwords(operand)
+            if isinstance(lanes, str):
+                context.problem(call, f"argument {position}: {lanes}")
+                continue
+            dwords += lanes
+            if None in lanes:
+                written.append(operand)
+        if len(context.problems) > problems:
+            return
+        entry = AbortMessageEntry.for_dwords(dwords)
+        problem = static_problem(entry)
+        if problem is not None and not problem.ambiguous:
+            context.problem(call, problem.message)
+            return
+        if problem is not None:
+            context.warnings.append(
+                f"{context.where(call)}: {problem.message}: its text will not be formatted"
+            )
+        if entry.entry_dwords > MAX_ENTRY_DWORDS:
+            context.problem(
+                call,
+                f"{entry.variable_dwords} dwords are not constant, more than an entry of "
+                f"{MAX_ENTRY_DWORDS} carries",
+            )
+            return
+        name = f"%{context.prefix}abort.buffer.{call.ordinal}"
+        buffer, loads = self.buffers.load_global(ABORT_BUFFER_GLOBAL, name, call.debug_attachment)
+        types = tuple((operand.type, False) for operand in written)
+        helper = self._helper(call, buffer.type, types, False, ABORT)
+        if helper is None:
+            return
+        try:
+            context.table.add(entry)
+        except DprintfError as failure:
+            context.problem(call, str(failure))
+            return
+        header = signed64(entry_header(entry.index, helper.entry_dwords))
+        self._replace(call, helper, buffer, header, written, loads)
+
+    def _replace(
+        self,
+        call: Call,
+        helper: Helper,
+        buffer: Operand,
+        header: int,
+        arguments: list[Operand],
+        before: list[Instruction],
+    ) -> None:
+        """The call replaced by `before` and `helper(buffer, header, arguments...)`."""
+        passed = ", ".join([buffer.text, f"i64 {header}", *(operand.text for operand in arguments)])
+        replacement = Instruction(f"call void {global_name(helper.name)}({passed}){call.debug_attachment}")
+        self.context.edit(call, [*before, replacement])
+
+    def _aggregates(self, call: Call, buffer: Operand) -> bool:
+        """Whether the call's lanes reserve together in the IR: a printf on a target that aggregates,
+        unless its buffer is a parameter of an entry (see `warp_aggregation`)."""
+        aggregation = self.context.target.aggregation
+        if call.kind != PRINTF or aggregation is Aggregation.NEVER:
+            return False
+        if aggregation is Aggregation.ALWAYS:
+            return True
+        return buffer.value not in self._entry_parameters.get(call.function.name, ())
+
+    @functools.cached_property
+    def _entry_parameters(self) -> dict[str, frozenset[str]]:
+        return entry_parameters(self.context.module)
+
+    def _helper(
+        self,
+        call: Call,
+        buffer_type: str,
+        types: tuple[tuple[str, bool], ...],
+        aggregated: bool,
+        kind: str | None = None,
+    ) -> Helper | None:
+        """The helper of `kind` (the call's by default); None after recording each argument that cannot
+        be passed."""
+        outlined = call.function.name in self.outlined
+        found = self.context.helpers.get(kind or call.kind, buffer_type, types, aggregated, outlined)
+        if isinstance(found, list):
+            for reason in found:
+                self.context.problem(call, reason)
+            return None
+        return found
+
+
+def _without_buffer_operand(call: Call) -> bool:
+    """Whether a printf call has LLPC's form, the format string first (SPEC 9): its operand 0 is a pointer
+    outside the buffers' address space (the format string may be in any other)."""
+    if call.kind != PRINTF or not call.operands:
+        return False
+    first = call.operands[0].type
+    return first.startswith("ptr") and first != RUNTIME_BUFFER_TYPE
+
+
+def _message_dwords(operand: Operand) -> list[int | None] | str:
+    """The message dwords an `@lgc.abort.msg` operand holds: each a constant (`undef` and `poison` are
+    0, as any bytes will do there), or None when computed at run time; or why it holds none."""
+    parsed = parse_type(operand.type)
+    lanes = parsed.count if isinstance(parsed, ir.VectorType) else 1
+    element = parsed.element if isinstance(parsed, ir.VectorType) else parsed
+    if element != ir.IntType(32):
+        return f"type {operand.type}; @lgc.abort.msg takes i32 or vectors of i32, the message's dwords"
+    constants = constant_lanes(operand)
+    if constants is None:
+        return [None] * lanes
+    return [0 if lane in _UNDEFINED else int(lane) & 0xFFFFFFFF for lane in constants]

@@ -1,0 +1,247 @@
+"""Rendering many printf entries of one format at once, equal to `cformat.format_values` row by row.
+
+Rows are rendered in chunks through three tiers, each checked against `snprintf` by the tests: byte
+cells built with numpy for the common conversions (`byte_cells`), then a Python `%` template where
+Python's `%` prints what C prints, then the exact formatter for the rows the faster tiers pass on.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy
+
+from ..cformat import (
+    MAX_DECIMAL_EXPONENT,
+    VECTOR_SEPARATOR,
+    c_integers,
+    float_precision,
+    format_scalar,
+    format_values,
+)
+from ..formats import Conversion, FormatString
+from ..layout import FLOAT, INTEGER, ArgType, Layout
+from .byte_cells import cell_plan
+
+
+def render_columns(
+    fmt: FormatString, layout: Layout, columns: Sequence[numpy.ndarray], rows: int | None = None
+) -> list[str]:
+    """The text of n entries of `fmt`, equal to `format_values` applied row by row.
+
+    `columns[j]` holds argument j (of type `layout[j]`) of every entry: shape (n,) for a scalar,
+    (n, N) for a vector; raw bits for integers, float32 or float64 for floats. `rows` gives n when
+    the format has no arguments. Rows are rendered in chunks by the first of `_tiers` that takes
+    the format; the rows a tier cannot print exactly go on to the next one.
+    """
+    tiers = _tiers(fmt)
+    lines: list[str] = []
+    for arrays, count in _chunks(layout, columns, rows):
+        lines.extend(_render(tiers, arrays, count))
+    return lines
+
+
+def render_text(
+    fmt: FormatString, layout: Layout, columns: Sequence[numpy.ndarray], rows: int | None = None
+) -> str:
+    """`"".join(render_columns(fmt, layout, columns, rows))`, without a string per row where the byte
+    cells print the rows: their bytes are decoded a chunk at a time, as one block."""
+    cells = cell_plan(fmt)
+    if cells is None:
+        return "".join(render_columns(fmt, layout, columns, rows))
+    rest = _tiers(fmt)[1:]
+    redo = functools.partial(_render, rest)
+    return "".join(cells.render_text(redo, arrays, count) for arrays, count in _chunks(layout, columns, rows))
+
+
+CHUNK_ROWS = 1 << 14  # rows rendered together: big enough to amortise numpy calls, small for the caches
+
+CELLS_TIER, TEMPLATE_TIER, EXACT_TIER = "cells", "template", "exact"
+# What one process takes to render an entry's text in each tier, in seconds (2-core machine, one and a
+# few conversions; `bench_render.py`): enough to tell whether rendering in other processes pays.
+RENDER_SECONDS = {CELLS_TIER: 2e-7, TEMPLATE_TIER: 1e-6, EXACT_TIER: 1e-5}
+
+
+def render_tier(fmt: FormatString) -> str:
+    """The tier that renders most entries of `fmt`: byte cells when every conversion has them, else the
+    `%` template, unless a conversion needs the exact formatter for every value (`%a`)."""
+    if cell_plan(fmt) is not None:
+        return CELLS_TIER
+    return (
+        EXACT_TIER if any(_fast_spec(conversion) is None for conversion in fmt.conversions) else TEMPLATE_TIER
+    )
+
+
+_DTYPES = {
+    (INTEGER, 32): numpy.uint32,
+    (INTEGER, 64): numpy.uint64,
+    (FLOAT, 32): numpy.float32,
+    (FLOAT, 64): numpy.float64,
+}
+
+Renderer = Callable[[list[numpy.ndarray], int], tuple[list[str], numpy.ndarray]]
+Mask = Callable[[numpy.ndarray], numpy.ndarray]
+
+
+def _chunks(
+    layout: Layout, columns: Sequence[numpy.ndarray], rows: int | None
+) -> Iterator[tuple[list[numpy.ndarray], int]]:
+    """The columns, typed, in chunks of at most CHUNK_ROWS rows, and the rows of each chunk."""
+    arrays = [_typed(arg, column) for arg, column in zip(layout, columns, strict=True)]
+    count = len(arrays[0]) if arrays else rows or 0
+    for start in range(0, count, CHUNK_ROWS):
+        stop = min(count, start + CHUNK_ROWS)
+        yield [array[start:stop] for array in arrays], stop - start
+
+
+def _typed(arg: ArgType, column: numpy.ndarray) -> numpy.ndarray:
+    """`column` as the numpy type of `arg` in the buffer (no copy when it already is)."""
+    return numpy.asarray(column, _DTYPES[arg.kind, arg.bits])
+
+
+@functools.lru_cache(maxsize=1024)
+def _tiers(fmt: FormatString) -> tuple[Renderer, ...]:
+    """The renderers of `fmt`, fastest first: byte cells (when every conversion has them), the
+    `%` template, and the exact formatter, which prints every row."""
+    tiers: list[Renderer] = [_template_plan(fmt).render, functools.partial(_render_exact, fmt)]
+    cells = cell_plan(fmt)
+    return (cells.render, *tiers) if cells is not None else tuple(tiers)
+
+
+def _render(tiers: Sequence[Renderer], arrays: list[numpy.ndarray], count: int) -> list[str]:
+    lines, exceptional = tiers[0](arrays, count)
+    rows = numpy.flatnonzero(exceptional)
+    if rows.size:
+        redone = _render(tiers[1:], [array[rows] for array in arrays], rows.size)
+        for row, line in zip(rows.tolist(), redone, strict=True):
+            lines[row] = line
+    return lines
+
+
+def _render_exact(
+    fmt: FormatString, arrays: list[numpy.ndarray], count: int
+) -> tuple[list[str], numpy.ndarray]:
+    lines = [format_values(fmt, [array[row].tolist() for array in arrays]) for row in range(count)]
+    return lines, numpy.zeros(count, dtype=bool)
+
+
+@dataclass(frozen=True, slots=True)
+class _ArgumentPlan:
+    """How one argument enters the template: `spec` per component, fed by `values(array)`.
+
+    `exceptional(array)` marks the rows where `spec` would print something else than C.
+    """
+
+    conversion: Conversion
+    spec: str
+    values: Callable[[numpy.ndarray], numpy.ndarray]
+    exceptional: Mask | None
+
+    def component_lists(self, array: numpy.ndarray) -> list[list]:
+        values = self.values(array)
+        if not self.conversion.vector:
+            return [values.tolist()]
+        return [values[:, lane].tolist() for lane in range(self.conversion.vector)]
+
+
+@dataclass(frozen=True, slots=True)
+class _TemplatePlan:
+    """The `%` template of a format: Python's `%` prints every row, then the marked rows are redone."""
+
+    template: str
+    arguments: tuple[_ArgumentPlan, ...]
+
+    def render(self, arrays: list[numpy.ndarray], count: int) -> tuple[list[str], numpy.ndarray]:
+        lists: list[list] = []
+        exceptional = numpy.zeros(count, dtype=bool)
+        for argument, array in zip(self.arguments, arrays, strict=True):
+            lists.extend(argument.component_lists(array))
+            if argument.exceptional is not None:
+                mask = argument.exceptional(array)
+                exceptional |= mask.any(axis=1) if mask.ndim == 2 else mask
+        if not lists:
+            return [self.template % ()] * count, exceptional
+        return list(map(self.template.__mod__, zip(*lists, strict=True))), exceptional
+
+
+def _template_plan(fmt: FormatString) -> _TemplatePlan:
+    """The `%` template of `fmt` and the plan of each argument, built once per format."""
+    template: list[str] = []
+    arguments: list[_ArgumentPlan] = []
+    for piece in fmt.pieces:
+        if isinstance(piece, str):
+            template.append(piece.replace("%", "%%"))
+            continue
+        argument = _argument_plan(piece)
+        template.append(VECTOR_SEPARATOR.join([argument.spec] * (piece.vector or 1)))
+        arguments.append(argument)
+    return _TemplatePlan("".join(template), tuple(arguments))
+
+
+def _argument_plan(conversion: Conversion) -> _ArgumentPlan:
+    spec = _fast_spec(conversion)
+    if spec is None:
+        return _ArgumentPlan(conversion, "%s", functools.partial(_exact_strings, conversion), None)
+    if conversion.kind == FLOAT:
+        return _ArgumentPlan(conversion, spec, _identity, functools.partial(_float_exceptions, conversion))
+    return _ArgumentPlan(
+        conversion, spec, functools.partial(c_integers, conversion), _integer_exceptions(conversion)
+    )
+
+
+def _fast_spec(conversion: Conversion) -> str | None:
+    """The Python `%` spec that prints what C prints for `conversion`, or None where there is none.
+
+    Verified against `snprintf` by the tests. Python's `%` differs from C on: the length modifiers
+    (rejected), `+`/space on unsigned conversions (C ignores them), `#` on `%d` and `%u` (ignored),
+    `0` with a precision on integers (C ignores the `0`), `%#o` (Python writes `0o`), `%a` (missing),
+    and the values that `_integer_exceptions` and `_float_exceptions` mark.
+    """
+    letter = conversion.conversion
+    flags = conversion.flags
+    if letter in "aA" or (letter == "o" and "#" in flags):
+        return None
+    if conversion.kind == INTEGER:
+        if not conversion.is_signed:
+            flags = flags.replace("+", "").replace(" ", "")
+        if letter in "diu":
+            flags = flags.replace("#", "")
+        if conversion.precision is not None:
+            flags = flags.replace("0", "")
+    width = "" if conversion.width is None else str(conversion.width)
+    precision = "" if conversion.precision is None else f".{conversion.precision}"
+    return f"%{flags}{width}{precision}{'d' if letter in 'iu' else letter}"
+
+
+def _integer_exceptions(conversion: Conversion) -> Mask | None:
+    """Rows where the integer spec differs from C: value 0 with `%.0d`, or with `%#x`."""
+    if conversion.precision == 0 or (conversion.conversion in "xX" and "#" in conversion.flags):
+        return functools.partial(_is_zero, conversion)
+    return None
+
+
+def _is_zero(conversion: Conversion, array: numpy.ndarray) -> numpy.ndarray:
+    return c_integers(conversion, array) == 0
+
+
+def _float_exceptions(conversion: Conversion, array: numpy.ndarray) -> numpy.ndarray:
+    """Rows where Python's `%` differs from glibc: not finite, or `%#g` near 10**P (which
+    `_rounds_up_a_decade`; the test here is generous)."""
+    exceptional = ~numpy.isfinite(array)
+    significant = max(float_precision(conversion), 1)
+    if "#" in conversion.flags and conversion.conversion in "gG" and significant <= MAX_DECIMAL_EXPONENT:
+        magnitude, top = numpy.abs(array), numpy.float64(10.0**significant)
+        exceptional |= (magnitude >= 0.9 * top) & (magnitude <= 1.1 * top)
+    return exceptional
+
+
+def _identity(array: numpy.ndarray) -> numpy.ndarray:
+    return array
+
+
+def _exact_strings(conversion: Conversion, array: numpy.ndarray) -> numpy.ndarray:
+    """Each component formatted by the exact formatter (for specs Python's `%` cannot print)."""
+    strings = [format_scalar(conversion, value) for value in array.ravel().tolist()]
+    return numpy.array(strings, dtype=object).reshape(array.shape)

@@ -1,0 +1,596 @@
+"""Decoding a printf buffer (SPEC section 4) into entries, columns of values, and the text C prints.
+
+The record walk (`record_walk`, with the vectorised framing of `printf_walk`) finds the entries; their
+arguments are then gathered per format into one (n, argument dwords) matrix whose columns are the
+arguments (`wire.argument_columns`), and the entries themselves are built only when asked for. The text
+(and the JSON of `json_entries`) is rendered in pieces, here or by a `RenderPool` reading the columns
+from a shared file.
+
+Nothing wrong in a buffer is hidden and nothing raises but a buffer shorter than its header: dwords
+that did not fit are counted in `dropped_dwords`, everything else becomes an `Issue`.
+"""
+
+from __future__ import annotations
+
+import mmap
+import operator
+import pickle
+import struct
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..cformat import format_values
+from ..format_catalog import DecodableFormat, FormatCatalog, FormatLookup
+from ..wire import DWORD, ENTRY_HEADER_DWORDS, Value, argument_columns, row_values
+from .buffer_region import Issue, read_region
+from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier
+from .json_entries import DOCUMENT_TERMINATOR, json_plan
+from .printf_walk import PrintfFraming
+from .record_walk import RecordWalk
+
+if TYPE_CHECKING:
+    from .render_pool import Encoding, RenderPool
+
+TEXT_CHUNK_ENTRIES = 1 << 16
+PARALLEL_CHUNK_ENTRIES = 1 << 14  # smaller pieces in a pool: the first arrives sooner, the load evens out
+TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
+POOL_MIN_SECONDS = 0.1  # an output one process renders faster than this is rendered in the caller
+BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells' text no faster than the caller alone
+JSON_COST = 3.0  # an entry's JSON costs about this many times its text to render (measured, byte cells)
+OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above are lone surrogates in text
+TEXT_TRANSPORT = ("utf-8", "surrogatepass")  # any text, there and back, from a rendering process
+JSON_ENCODING = ("ascii", "strict")  # JSON as `json.dumps` writes it escapes every other character
+_BLOCK_ENTRIES = 1 << 16
+_FEW_FORMATS = 8  # up to this many, pick each format's entries by comparison; past it, sort
+
+
+@dataclass(frozen=True, slots=True)
+class PrintfEntry:
+    """One decoded entry: its dword offset after the header, ID, format string, values and text."""
+
+    offset: int
+    id: int
+    format: str
+    values: tuple[Value, ...]
+    text: str
+
+
+@dataclass(frozen=True, eq=False)
+class FormatColumns:
+    """The entries of one format, in buffer order: their dword offsets and one array per argument.
+
+    A column is (n,) for a scalar and (n, N) for a vector; uint32/uint64 raw bits for integers,
+    float32/float64 for floats.
+    """
+
+    format: DecodableFormat
+    offsets: np.ndarray
+    columns: tuple[np.ndarray, ...]
+
+    @property
+    def id(self) -> int:
+        return self.format.entry.index
+
+    def __len__(self) -> int:
+        return self.offsets.size
+
+    def values(self, start: int = 0, stop: int | None = None) -> list[tuple[Value, ...]]:
+        return row_values(self.columns, start, len(self) if stop is None else stop)
+
+    def render(self, start: int = 0, stop: int | None = None) -> list[str]:
+        """The text of entries `start..stop`, as C's printf prints them."""
+        return _lines(self._rows(start, stop))
+
+    def text(self, start: int = 0, stop: int | None = None) -> str:
+        """`"".join(self.render(start, stop))`, rendered as one block (no string per entry)."""
+        return _text(self._rows(start, stop))
+
+    def _rows(self, start: int, stop: int | None) -> _FormatRows:
+        stop = len(self) if stop is None else stop
+        return _FormatRows(self.format, tuple(column[start:stop] for column in self.columns), stop - start)
+
+
+@dataclass(frozen=True, slots=True)
+class _FormatRows:
+    """`count` entries of one format, as argument columns: what renders them, in any process."""
+
+    format: DecodableFormat
+    columns: tuple[np.ndarray, ...]
+    count: int
+
+
+def _lines(rows: _FormatRows) -> list[str]:
+    """The text of each entry: column by column when there are more rows than arguments; else row by
+    row, since a column's set-up costs more than a row of one argument."""
+    fmt = rows.format
+    if rows.count < len(rows.columns):
+        return [format_values(fmt.format, values) for values in row_values(rows.columns, 0, rows.count)]
+    return render_columns(fmt.format, fmt.layout, rows.columns, rows=rows.count)
+
+
+def _text(rows: _FormatRows) -> str:
+    """`"".join(_lines(rows))`, rendered as one block."""
+    if rows.count < len(rows.columns):
+        return "".join(_lines(rows))
+    return render_text(rows.format.format, rows.format.layout, rows.columns, rows=rows.count)
+
+
+@dataclass(frozen=True, eq=False)
+class PrintfDecoding:
+    """A decoded printf buffer.
+
+    `groups` holds the entries of each format as columns; `entry_offsets` and `entry_groups` give,
+    in buffer order, each entry's dword offset and the index of its group. `entries` is a lazy
+    sequence of PrintfEntry; `text()` is the whole output. `unused_dwords` counts the zeros at the end
+    of an overflowed buffer: the space of the first entry that did not fit.
+    """
+
+    buffer_offset: int
+    capacity: int
+    written_dwords: int
+    dropped_dwords: int
+    unused_dwords: int
+    groups: tuple[FormatColumns, ...]
+    entry_offsets: np.ndarray
+    entry_groups: np.ndarray
+    issues: tuple[Issue, ...]
+
+    @property
+    def columns(self) -> dict[int, FormatColumns]:
+        """The groups keyed by format string ID."""
+        return {group.id: group for group in self.groups}
+
+    @cached_property
+    def entries(self) -> PrintfEntries:
+        return PrintfEntries(self)
+
+    @cached_property
+    def entry_rows(self) -> np.ndarray:
+        """For each entry, its row in its group."""
+        rows = np.empty(self.entry_groups.size, dtype=np.int64)
+        for indices in _indices_by_group(self.entry_groups, len(self.groups)):
+            rows[indices] = np.arange(indices.size)
+        return rows
+
+    def text_chunks(
+        self, chunk_entries: int | None = None, processes: int = 1, pool: RenderPool | None = None
+    ) -> Generator[str, None, None]:
+        """The output in pieces of at most `chunk_entries` entries, in buffer order.
+
+        A run of at least TEXT_BLOCK_ENTRIES consecutive entries of one format is rendered in blocks,
+        with no string per entry; the entries between such runs a group at a time, then interleaved.
+        The pieces are rendered by `pool` when given, or by a pool of `processes` started for this call
+        (forked when this process has one thread, see `call_start_method`), when `_pool_pays`; else here.
+        They come in order either way: TEXT_CHUNK_ENTRIES entries each here, PARALLEL_CHUNK_ENTRIES in
+        a pool, unless `chunk_entries` says otherwise.
+        """
+        return self._rendered(TEXT, TEXT_TRANSPORT, chunk_entries, processes, pool)
+
+    def output_chunks(
+        self, chunk_entries: int | None = None, processes: int = 1, pool: RenderPool | None = None
+    ) -> Generator[bytes, None, None]:
+        """`text_chunks` as the bytes C writes (UTF-8, a `%c` byte of 0x80 or above as itself), encoded
+        where the text is rendered: what a driver writes to a file, with no work left to this process."""
+        return self._rendered(TEXT, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=False)
+
+    def json_chunks(
+        self,
+        terminator: str = DOCUMENT_TERMINATOR,
+        chunk_entries: int | None = None,
+        processes: int = 1,
+        pool: RenderPool | None = None,
+    ) -> Generator[bytes, None, None]:
+        """The entries as JSON (`json_entries`), each followed by `terminator`, in ASCII bytes: pieces
+        of entries in buffer order, rendered as `output_chunks` renders the text."""
+        return self._rendered(terminator, JSON_ENCODING, chunk_entries, processes, pool, decoded=False)
+
+    def _rendered(
+        self,
+        style: Style,
+        encoding: Encoding,
+        chunk_entries: int | None,
+        processes: int,
+        pool: RenderPool | None,
+        decoded: bool = True,
+    ) -> Generator[Any, None, None]:
+        """The pieces of `style` (TEXT, or a JSON terminator) as str (`decoded`) or `encoding`'s bytes,
+        rendered here, by `pool`, or by a pool of `processes` started for this call (`_pool_pays`)."""
+        if pool is None and self._pool_pays(style, processes):
+            from .render_pool import RenderPool, call_start_method
+
+            call_pool = RenderPool(processes, call_start_method())
+            try:
+                yield from self._rendered(style, encoding, chunk_entries, processes, call_pool, decoded)
+            finally:
+                call_pool.stop()  # the output is written (or abandoned): idle workers are not waited for
+            return
+        columns = _Columns.of(self)
+        if pool is None or not self._pool_pays(style, pool.processes, given=True):
+            for piece in self._pieces(chunk_entries or TEXT_CHUNK_ENTRIES):
+                text = piece.render(columns, style)
+                yield text if decoded else text.encode(*encoding)
+            return
+        from .render_pool import shared_file
+
+        with shared_file(".columns") as path:
+            columns.share(path, offsets=style is not None, entry_groups=len(self.groups) > 1)
+            pieces = self._pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
+            for data in pool.render((_SharedPiece(path, piece, style) for piece in pieces), encoding):
+                yield data.decode(*encoding) if decoded else data
+
+    def _pool_pays(self, style: Style, processes: int, given: bool = False) -> bool:
+        """Whether rendering in `processes` processes beats rendering here, by what one process would
+        take (RENDER_SECONDS per entry of each tier, JSON_COST times that for JSON; `bench_pool.py`): at
+        least POOL_MIN_SECONDS, and for text all in byte cells only with BYTE_CELLS_MIN_PROCESSES
+        processes or more, since fewer render it no faster than the caller alone, which reads and writes
+        what they render. A pool a driver gives is used for any output that takes the time; one for
+        this call is started only when every condition holds."""
+        seconds = 0.0
+        cells_only = True
+        for group in self.groups:
+            tier = render_tier(group.format.format)
+            cells_only &= tier == CELLS_TIER
+            seconds += len(group) * RENDER_SECONDS[tier] * (1.0 if style is None else JSON_COST)
+        if seconds < POOL_MIN_SECONDS:
+            return False
+        light = style is None and cells_only  # text of byte cells: little work for many bytes
+        return given or (processes > 1 and (not light or processes >= BYTE_CELLS_MIN_PROCESSES))
+
+    def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:
+        """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
+        cursors = [0] * len(self.groups)
+        position = 0
+        for start, stop in [*self._runs(TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
+            for first, last, rows in self._chunks(chunk_entries, _row_range, cursors, position, start):
+                yield _Piece(rows, (first, last))
+            if start < stop:
+                number = int(self.entry_groups[start])
+                for first in range(start, stop, chunk_entries):
+                    row = cursors[number]
+                    cursors[number] = row + min(chunk_entries, stop - first)
+                    yield _Piece({number: (row, cursors[number])}, None)
+            position = stop
+
+    def text(self) -> str:
+        """The concatenated output, exactly as C's printf would print it."""
+        return "".join(self.text_chunks())
+
+    def _runs(self, minimum: int) -> list[tuple[int, int]]:
+        """(start, stop) of each run of at least `minimum` consecutive entries of one format."""
+        numbers = self.entry_groups
+        bounds = np.concatenate(([0], np.flatnonzero(numbers[1:] != numbers[:-1]) + 1, [numbers.size]))
+        long = np.flatnonzero(np.diff(bounds) >= minimum)
+        return list(zip(bounds[long].tolist(), bounds[long + 1].tolist(), strict=True))
+
+    def _chunks(
+        self, chunk_entries: int, produce: Any, cursors: list[int], start: int = 0, stop: int | None = None
+    ) -> Iterator[tuple[int, int, dict[int, Any]]]:
+        """For each chunk of the entries `start..stop`, `produce(group, first_row, stop_row)` of every
+        group present in it; `cursors` holds each group's next row and is advanced."""
+        stop = self.entry_groups.size if stop is None else stop
+        for first in range(start, stop, chunk_entries):
+            last = min(first + chunk_entries, stop)
+            counts = np.bincount(self.entry_groups[first:last], minlength=len(self.groups))
+            pieces = {}
+            for number in np.flatnonzero(counts).tolist():
+                row = cursors[number]
+                cursors[number] = row + int(counts[number])
+                pieces[number] = produce(self.groups[number], row, cursors[number])
+            yield first, last, pieces
+
+
+def _row_range(_: FormatColumns, start: int, stop: int) -> tuple[int, int]:
+    return start, stop
+
+
+Style = str | None  # TEXT, or the terminator of each JSON entry
+TEXT: Style = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """What pieces render from: each group's format, offsets and argument columns, and each entry's
+    group. In the caller they are the decoding's arrays; in a rendering process, views of the shared
+    file that `share` wrote (`_attached`), so that no rows are pickled."""
+
+    formats: tuple[DecodableFormat, ...]
+    offsets: tuple[np.ndarray | None, ...]
+    columns: tuple[tuple[np.ndarray, ...], ...]
+    entry_groups: np.ndarray | None
+
+    @classmethod
+    def of(cls, decoding: PrintfDecoding) -> _Columns:
+        groups = decoding.groups
+        return cls(
+            tuple(group.format for group in groups),
+            tuple(group.offsets for group in groups),
+            tuple(group.columns for group in groups),
+            decoding.entry_groups,
+        )
+
+    def rows(self, number: int, start: int, stop: int) -> _FormatRows:
+        columns = tuple(column[start:stop] for column in self.columns[number])
+        return _FormatRows(self.formats[number], columns, stop - start)
+
+    def share(self, path: str, *, offsets: bool, entry_groups: bool) -> None:
+        """Write the arrays pieces read (the offsets and each entry's group only when asked) to the file
+        `path`, a piece at a time so that this process holds no second copy, then their index: the
+        formats and where each array lies (pickled), its offset and size in the last 16 bytes."""
+        arrays: list[tuple[tuple[int, int], np.ndarray]] = []
+        for number, group_columns in enumerate(self.columns):
+            group_offsets = self.offsets[number]
+            if offsets and group_offsets is not None:
+                arrays.append(((number, -1), group_offsets))
+            arrays += [((number, index), column) for index, column in enumerate(group_columns)]
+        if entry_groups and self.entry_groups is not None:
+            arrays.append(((-1, -1), self.entry_groups))
+        places: dict[tuple[int, int], tuple[str, tuple[int, ...], int]] = {}
+        with open(path, "wb") as file:
+            for key, array in arrays:
+                file.write(bytes(-file.tell() % _SHARED_ALIGNMENT))
+                places[key] = (array.dtype.str, array.shape, file.tell())
+                for start in range(0, len(array), _SHARE_ROWS):
+                    file.write(np.ascontiguousarray(array[start : start + _SHARE_ROWS]).data)
+            index = pickle.dumps((self.formats, [len(group) for group in self.columns], places))
+            where = file.tell()
+            file.write(index)
+            file.write(_SHARED_TRAILER.pack(where, len(index)))
+
+    @classmethod
+    def load(cls, path: str) -> _Columns:
+        """The arrays `share` wrote to `path`, as read-only views of the file mapped here."""
+        with open(path, "rb") as file:
+            memory = mmap.mmap(file.fileno(), 0, prot=mmap.PROT_READ)
+        where, size = _SHARED_TRAILER.unpack_from(memory, len(memory) - _SHARED_TRAILER.size)
+        formats, widths, places = pickle.loads(memory[where : where + size])
+
+        def view(key: tuple[int, int]) -> np.ndarray | None:
+            if key not in places:
+                return None
+            dtype, shape, offset = places[key]
+            return np.ndarray(shape, dtype, buffer=memory, offset=offset)
+
+        columns = tuple(
+            tuple(view((number, index)) for index in range(width)) for number, width in enumerate(widths)
+        )
+        offsets = tuple(view((number, -1)) for number in range(len(formats)))
+        return cls(formats, offsets, columns, view((-1, -1)))  # type: ignore[arg-type]
+
+
+_SHARED_ALIGNMENT = 64
+_SHARE_ROWS = 1 << 18
+_SHARED_TRAILER = struct.Struct("<QQ")
+_ATTACHED: dict[str, _Columns] = {}  # in a rendering process: the shared files it has mapped, newest last
+_ATTACHED_FILES = 2
+
+
+def _attached(path: str) -> _Columns:
+    """The columns of the shared file `path`, mapped once per rendering process (the oldest of more
+    than _ATTACHED_FILES unmapped: its decoding is done)."""
+    columns = _ATTACHED.get(path)
+    if columns is None:
+        columns = _ATTACHED[path] = _Columns.load(path)
+        while len(_ATTACHED) > _ATTACHED_FILES:
+            del _ATTACHED[next(iter(_ATTACHED))]
+    return columns
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """A piece of output: rows `start..stop` of each group in it, and the range of the entries it
+    holds where several groups interleave (None: one block of one group)."""
+
+    rows: dict[int, tuple[int, int]]
+    entries: tuple[int, int] | None
+
+    def render(self, columns: _Columns, style: Style) -> str:
+        if self.entries is None:
+            ((number, (start, stop)),) = self.rows.items()
+            if style is None:
+                return _text(columns.rows(number, start, stop))
+            return _json_text(columns, number, (start, stop), style)
+        if style is None:
+            lines = {number: _lines(columns.rows(number, *bounds)) for number, bounds in self.rows.items()}
+        else:
+            lines = {
+                number: _json_lines(columns, number, bounds, style) for number, bounds in self.rows.items()
+            }
+        if len(lines) == 1:
+            return "".join(*lines.values())
+        assert columns.entry_groups is not None  # shared whenever groups interleave
+        first, last = self.entries
+        return "".join(_interleave(columns.entry_groups[first:last], lines))
+
+
+@dataclass(frozen=True, slots=True)
+class _SharedPiece:
+    """A piece for a rendering process: the shared file of the columns, the piece and its style."""
+
+    path: str
+    piece: _Piece
+    style: Style
+
+    def text(self) -> str:
+        return self.piece.render(_attached(self.path), self.style)
+
+
+def _json_arguments(columns: _Columns, number: int, bounds: tuple[int, int]) -> tuple[np.ndarray, list]:
+    start, stop = bounds
+    offsets = columns.offsets[number]
+    assert offsets is not None  # shared for JSON
+    return offsets[start:stop], [column[start:stop] for column in columns.columns[number]]
+
+
+def _json_lines(columns: _Columns, number: int, bounds: tuple[int, int], terminator: str) -> list[str]:
+    return json_plan(columns.formats[number], terminator).lines(*_json_arguments(columns, number, bounds))
+
+
+def _json_text(columns: _Columns, number: int, bounds: tuple[int, int], terminator: str) -> str:
+    return json_plan(columns.formats[number], terminator).text(*_json_arguments(columns, number, bounds))
+
+
+class PrintfEntries(Sequence[PrintfEntry]):
+    """The entries of a decoding in buffer order, built on access from the columns."""
+
+    def __init__(self, decoding: PrintfDecoding) -> None:
+        self._decoding = decoding
+
+    def __len__(self) -> int:
+        return self._decoding.entry_groups.size
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[position] for position in range(*index.indices(len(self)))]
+        position = operator.index(index)
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError("entry index out of range")
+        group = self._decoding.groups[int(self._decoding.entry_groups[position])]
+        row = int(self._decoding.entry_rows[position])
+        return _entries(group, row, row + 1)[0]
+
+    def __iter__(self) -> Iterator[PrintfEntry]:
+        decoding = self._decoding
+        for start, stop, pieces in decoding._chunks(TEXT_CHUNK_ENTRIES, _entries, [0] * len(decoding.groups)):
+            yield from _interleave(decoding.entry_groups[start:stop], pieces)
+
+
+def _entries(group: FormatColumns, start: int, stop: int) -> list[PrintfEntry]:
+    index, string = group.id, group.format.entry.string
+    return [
+        PrintfEntry(offset, index, string, values, text)
+        for offset, values, text in zip(
+            group.offsets[start:stop].tolist(),
+            group.values(start, stop),
+            group.render(start, stop),
+            strict=True,
+        )
+    ]
+
+
+def _interleave(numbers: np.ndarray, pieces: dict[int, list]) -> list:
+    """Items of several groups back in buffer order; `numbers` gives each position's group."""
+    if len(pieces) == 1:
+        return next(iter(pieces.values()))
+    merged = np.empty(numbers.size, dtype=object)
+    for number, indices in zip(pieces, _indices_by_group(numbers, max(pieces) + 1, pieces), strict=True):
+        holder = np.empty(indices.size, dtype=object)
+        holder[:] = pieces[number]
+        merged[indices] = holder
+    return merged.tolist()
+
+
+def _indices_by_group(
+    numbers: np.ndarray, count: int, wanted: Iterable[int] | None = None
+) -> list[np.ndarray]:
+    """For each group number (all of `range(count)`, or `wanted`), the positions holding it, in order."""
+    wanted = list(range(count)) if wanted is None else list(wanted)
+    if len(wanted) <= _FEW_FORMATS:
+        return [np.flatnonzero(numbers == number) for number in wanted]
+    order = np.argsort(numbers, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(numbers, minlength=count))))
+    return [order[bounds[number] : bounds[number + 1]] for number in wanted]
+
+
+def decode_printf_buffer(data: Any, table: FormatLookup, capacity: int | None = None) -> PrintfDecoding:
+    """Decode a whole printf buffer dump (header included) with the formats of `table`.
+
+    `capacity` (dwords after the header) overrides the header's `reserved0`; see `read_region`.
+    Raises BufferDecodeError only when the dump is shorter than its header or `capacity` is negative.
+    """
+    region = read_region(data, capacity, "printf")
+    catalog = FormatCatalog(table)
+    framing = PrintfFraming(region.words, region.end, catalog)
+    walk = RecordWalk(region, catalog, framing)
+    walk.run()
+    starts, numbers = framing.entries(walk)
+    groups, entry_groups = _gather(region.words, catalog, starts, numbers)
+    return PrintfDecoding(
+        buffer_offset=region.buffer_offset,
+        capacity=region.capacity,
+        written_dwords=region.end,
+        dropped_dwords=region.dropped_dwords,
+        unused_dwords=walk.unused_dwords,
+        groups=groups,
+        entry_offsets=starts,
+        entry_groups=entry_groups,
+        issues=region.issues + tuple(walk.issues),
+    )
+
+
+def _gather(
+    words: np.ndarray, catalog: FormatCatalog, starts: np.ndarray, numbers: np.ndarray
+) -> tuple[tuple[FormatColumns, ...], np.ndarray]:
+    """Group the entries by format (in catalog order) and gather their rows; each entry's group.
+
+    Works on blocks of entries so that the rows of every format are copied while the block is cached.
+    """
+    blocks = [
+        (start, np.bincount(numbers[start : start + _BLOCK_ENTRIES], minlength=len(catalog.formats)))
+        for start in range(0, numbers.size, _BLOCK_ENTRIES)
+    ]
+    counts = sum((block_counts for _, block_counts in blocks), np.zeros(len(catalog.formats), dtype=np.int64))
+    present = np.flatnonzero(counts).tolist()
+    whole = len(present) == 1  # every entry is of one format: its offsets are the starts themselves
+    rows = {
+        number: _Rows(words, catalog.formats[number].dwords, int(counts[number]), starts if whole else None)
+        for number in present
+    }
+    for start, block_counts in blocks:
+        block_numbers = numbers[start : start + _BLOCK_ENTRIES]
+        block_starts = starts[start : start + _BLOCK_ENTRIES]
+        wanted = np.flatnonzero(block_counts).tolist()
+        for number, indices in zip(
+            wanted, _indices_by_group(block_numbers, len(catalog.formats), wanted), strict=True
+        ):
+            rows[number].append(block_starts[indices])
+    entry_groups = numbers
+    if len(present) < len(catalog.formats):
+        renumber = np.zeros(len(catalog.formats), dtype=np.int32)
+        renumber[present] = np.arange(len(present), dtype=np.int32)
+        entry_groups = renumber[numbers]
+    groups = tuple(
+        FormatColumns(
+            catalog.formats[number],
+            rows[number].offsets,
+            argument_columns(catalog.formats[number].layout, rows[number].matrix, first=0),
+        )
+        for number in present
+    )
+    return groups, entry_groups
+
+
+class _Rows:
+    """The (n, arguments) matrix of the argument dwords of the entries at n offsets (their headers left
+    out: the format says them), filled a block at a time; and the offsets, unless `offsets` gives them
+    all (every entry is of this format)."""
+
+    def __init__(self, words: np.ndarray, dwords: int, count: int, offsets: np.ndarray | None) -> None:
+        arguments = dwords - ENTRY_HEADER_DWORDS
+        self._windows = None
+        if arguments:
+            row = np.dtype((np.void, 4 * arguments))
+            windows = words.size - dwords + 1
+            self._windows = np.ndarray(
+                (windows,), dtype=row, buffer=words, offset=4 * ENTRY_HEADER_DWORDS, strides=(4,)
+            )
+        self._filled = 0
+        self._given = offsets is not None
+        self.offsets = offsets if offsets is not None else np.empty(count, dtype=np.int64)
+        self.matrix = np.empty((count, arguments), dtype=DWORD)
+
+    def append(self, offsets: np.ndarray) -> None:
+        """Copy the arguments of the entries at `offsets` after those already there."""
+        stop = self._filled + offsets.size
+        if not self._given:
+            self.offsets[self._filled : stop] = offsets
+        if self._windows is not None:
+            self.matrix[self._filled : stop] = (
+                self._windows[offsets].view(DWORD).reshape(-1, self.matrix.shape[1])
+            )
+        self._filled = stop

@@ -1,0 +1,238 @@
+"""Processes that render printf output for any decoding, started once and reused.
+
+Rendering is the costly part of turning a buffer into text, and it parallelises: each piece of the
+output renders itself from what it names, so a process needs nothing else. Three things do not scale
+and are avoided here. Starting processes: forking a driver's process copies its page tables (16 forks
+of the GPU benchmark's process take a quarter of a second), and forking a process with threads is
+unsafe; so a driver starts a RenderPool once, with the `forkserver` method (a small, clean server
+process forks the workers, the decoder already imported), and passes it to `PrintfDecoding`'s
+`output_chunks`, `text_chunks` or `json_chunks` for every buffer. Moving the rows: pickling them into
+every task cost a second for 2^24 entries; so the decoder writes its columns once to a file in shared
+memory (`shared_file`), which every worker maps, and a piece names rows of it. Moving the text: a pipe
+costs the receiving process several copies of every byte, and that process is the one that writes the
+output; so each worker leaves its piece in a file of a private directory in shared memory, which the
+caller reads once and removes (a piece that cannot be written there, shared memory being full, comes
+back through the pipe).
+
+Ending: workers are helpers (`helper_process`): they die with their parent and leave SIGINT to it. A
+pool left by an exception (an interruption, a failed write) stops its workers at once rather than
+waiting for their pieces. A directory of pieces and a shared file are named after the process that made
+them, so that one left by a process killed outright (SIGKILL) is removed by the next pool started on the
+machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol
+
+from ..errors import RenderError
+from .helper_process import become_helper
+
+START_METHODS = ("forkserver", "fork", "spawn")
+PRELOADED_MODULES = [f"{__package__}.printf_buffer"]  # what the forkserver imports before it forks
+WINDOW_PER_PROCESS = 2  # pieces given out ahead of the one awaited, per process
+SHARED_MEMORY_DIRECTORY = "/dev/shm"  # where the pieces are left, when it exists (else the temp directory)
+DIRECTORY_PREFIX = "dprintf-render-"
+_DIRECTORY_NAME = re.compile(rf"{DIRECTORY_PREFIX}(\d+)-")
+Encoding = tuple[str, str]  # codec and error handler
+
+
+class Piece(Protocol):
+    """A piece of output that renders itself (pickled to the worker: what it names, not its rows)."""
+
+    def text(self) -> str: ...
+
+
+class RenderPool:
+    """`processes` worker processes that render pieces of output (`render`), ready when constructed.
+
+    A context manager; `close` stops the workers. A worker that dies (killed, out of memory) breaks
+    the pool: `render` raises RenderError, never waits for ever.
+    """
+
+    def __init__(self, processes: int, start_method: str = "forkserver") -> None:
+        if processes < 1:
+            raise ValueError(f"a render pool needs at least one process, not {processes}")
+        if start_method not in START_METHODS:
+            raise ValueError(f"unknown start method {start_method!r}: one of {', '.join(START_METHODS)}")
+        context = multiprocessing.get_context(start_method)
+        if start_method == "forkserver":
+            context.set_forkserver_preload(PRELOADED_MODULES)
+        self.processes = processes
+        self._directories: set[str] = set()
+        remove_orphans()
+        self._executor = ProcessPoolExecutor(processes, mp_context=context, initializer=become_helper)
+        for answer in [self._executor.submit(abs, number) for number in range(processes)]:
+            answer.result()  # every worker started
+
+    def render(self, pieces: Iterable[Piece], encoding: Encoding) -> Iterator[bytes]:
+        """The text of each piece, encoded, in order, each as soon as it and those before it are done.
+
+        At most WINDOW_PER_PROCESS pieces a process are given out ahead of the one awaited, so that a
+        slow reader of the output holds a bounded amount of rendered text, in memory or in files.
+        """
+        directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", dir=_shared_directory())
+        self._directories.add(directory)
+        window: deque[Future] = deque()
+        try:
+            for number, piece in enumerate(pieces):
+                task = _Task(piece, encoding, os.path.join(directory, str(number)))
+                window.append(self._submit(task))
+                if len(window) >= WINDOW_PER_PROCESS * self.processes:
+                    yield _collect(_result(window.popleft()))
+            while window:
+                yield _collect(_result(window.popleft()))
+        finally:
+            for future in window:
+                future.cancel()
+            shutil.rmtree(directory, ignore_errors=True)
+            if not os.path.exists(directory):
+                self._directories.discard(directory)
+
+    def close(self) -> None:
+        """Stop the workers once the pieces they are rendering are done; the others are dropped."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def stop(self) -> None:
+        """Stop the workers now, whatever they are doing (killed, not waited for past a second each), and
+        remove the pieces they may have left."""
+        processes = list((getattr(self._executor, "_processes", None) or {}).values())
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError):
+                process.kill()
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError, AssertionError):
+                process.join(1.0)
+        for directory in self._directories:  # a worker killed while writing may have left a piece
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def _submit(self, task: _Task) -> Future:
+        try:
+            return self._executor.submit(_render_to_file, task)
+        except BrokenProcessPool as failure:
+            raise RenderError(f"the render pool cannot render: {failure}") from None
+
+    def __enter__(self) -> RenderPool:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if value is None:
+            self.close()
+        else:
+            self.stop()
+
+
+def call_start_method() -> str:
+    """How to start a pool for one call: `fork` while this process runs one Python thread (the cheapest
+    start), else `forkserver`, since another thread may hold a lock that the child would wait on forever.
+
+    Native threads do not count: numpy's BLAS starts a pool of them in every process and makes itself
+    safe across a fork (Python 3.12 warns of a fork with any thread, native or not).
+    """
+    return "fork" if threading.active_count() == 1 else "forkserver"
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    piece: Piece
+    encoding: Encoding
+    path: str
+
+
+def _render_to_file(task: _Task) -> str | bytes:
+    """The path of the file the piece's bytes are left in; the bytes themselves when the file cannot
+    be written (shared memory full, the directory removed), to come back through the pipe."""
+    data = task.piece.text().encode(*task.encoding)
+    try:
+        with open(task.path, "xb") as file:
+            file.write(data)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(task.path)
+        return data
+    return task.path
+
+
+def _result(future: Future) -> str | bytes:
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise RenderError(
+            "a rendering process died (killed, or out of memory): the output stops here"
+        ) from None
+
+
+def _collect(result: str | bytes) -> bytes:
+    """A piece's bytes, read from the file a worker left them in (removed), or as they came back."""
+    if isinstance(result, bytes):
+        return result
+    with open(result, "rb") as file:
+        data = file.read()
+    os.unlink(result)
+    return data
+
+
+def remove_orphans() -> None:
+    """Remove the directories of pieces and the shared files whose process no longer runs (killed before
+    it could)."""
+    parent = _shared_directory() or tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(parent):
+            found = _DIRECTORY_NAME.match(name)
+            if found is not None and not _running(int(found.group(1))):
+                path = os.path.join(parent, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+
+
+@contextlib.contextmanager
+def shared_file(suffix: str) -> Iterator[str]:
+    """The path of a new file in shared memory, for what every worker reads (the rows of the pieces it
+    renders), removed on leaving; named after this process, as the directories of pieces are."""
+    handle, path = tempfile.mkstemp(
+        prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", suffix=suffix, dir=_shared_directory()
+    )
+    os.close(handle)
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _shared_directory() -> str | None:
+    """Shared memory where the system has it; else None, the temp directory."""
+    usable = os.path.isdir(SHARED_MEMORY_DIRECTORY) and os.access(SHARED_MEMORY_DIRECTORY, os.W_OK)
+    return SHARED_MEMORY_DIRECTORY if usable else None
