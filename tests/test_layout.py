@@ -60,9 +60,7 @@ def test_lowering_imports_only_its_room_or_lower(path: Path) -> None:
 
 @pytest.mark.parametrize("path", _modules("metadata"), ids=lambda path: str(path.relative_to(ROOT)))
 def test_metadata_imports_neither_lowering_nor_llvmlite(path: Path) -> None:
-    bad = [
-        module for _, module in _imports(path) if module.split(".")[0] in ("lowering", "llvmlite")
-    ]
+    bad = [module for _, module in _imports(path) if module.split(".")[0] in ("lowering", "llvmlite")]
     assert not bad
 
 

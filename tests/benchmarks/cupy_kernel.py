@@ -1,4 +1,4 @@
-"""A kernel of `lowering.devices.nvptx.kernel_ptx` loaded with CuPy, for the benchmarks that time kernels against
+"""A kernel of `devices.nvptx.kernel_ptx` loaded with CuPy, for the benchmarks that time kernels against
 CUDA C kernels in one CuPy context (`bench_gpu.py`, `bench_validation.py`). The nvptx device itself
 needs no CuPy (`lowering.devices.nvptx_worker`)."""
 
