@@ -27,7 +27,14 @@ from .ir.lexer import rewrite_address_space
 from .ir.model import Module
 from .ir.reading import link, parse_source
 from .lowered_module import LoweredModule, Source
-from .passes import calling_conventions, instrumentation, pal_tables, printf_abort, validation
+from .passes import (
+    buffer_accesses,
+    calling_conventions,
+    instrumentation,
+    pal_tables,
+    printf_abort,
+    validation,
+)
 from .passes.calls import KINDS, declaration_problem
 from .passes.context import Options, PassContext
 from .targets.machines import inline_always, module_layout
@@ -70,6 +77,7 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
     context.raise_problems()
     context.apply_edits()
     if options.validate:
+        buffer_accesses.inline_into_entries(context)
         validation.run(context)
     helpers = context.helpers.module(options.target)
     if context.user_data is not None:

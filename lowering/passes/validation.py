@@ -23,25 +23,29 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from metadata.validation import SITE_LAYOUT, Site, Unchecked, ValidationTable
 from metadata.wire import entry_header
 
-from ..ir.debug_info import source_location
-from ..ir.lexer import bare_name, global_name
+from ..ir.lexer import global_name
 from ..ir.model import Block, Function, Instruction, Module
-from ..ir.reading import parse_source
 from ..ir.types import parse_type
-from ..targets.machines import inline_always, module_layout
+from ..targets.machines import module_layout
 from ..targets.runtime_globals import VALIDATION_SIZES_GLOBAL
+from .buffer_accesses import (
+    Access,
+    Entry,
+    TypeSizes,
+    accesses,
+    constant_offsets,
+    derivations,
+    entries,
+    in_bounds,
+    source_of,
+)
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .helpers import PRINTF, Argument, Helper, classify, signed64
-
-_POINTER_BYTES = 8  # pointers as the cpu and nvptx targets store them
-_DERIVING = frozenset({"getelementptr", "phi", "select", "addrspacecast", "bitcast"})
-_MEMORY_INTRINSICS = {"llvm.memcpy": "memcpy", "llvm.memmove": "memmove", "llvm.memset": "memset"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,35 +64,10 @@ class FailedCheck:
 ReportCall = Callable[[FailedCheck], Instruction]  # the instruction that writes a failed check's entry
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """An entry function: its printf buffer, its invocation ID and its data buffers (IR names)."""
-
-    function: Function
-    printf_buffer: str
-    invocation: str
-    data_buffers: tuple[str, ...]
-    minimum_bytes: tuple[int, ...]  # each data buffer's `dereferenceable(N)`: its size is at least N
-
-
-@dataclass(frozen=True, slots=True)
-class _Access:
-    """A memory access through `pointer` (of type `pointer_type`), of `bytes` (a constant, or an IR value
-    given at run time)."""
-
-    kind: str
-    pointer: str
-    pointer_type: str
-    bytes: int | str | None
-
-
-_NEVER_INLINED = frozenset({"noinline", "optnone"})
-
-
 def run(context: PassContext) -> None:
-    """Check every data-buffer access of the module's entries, each failed check writing a printf entry
-    with its site's ID; the table goes to the context. The helpers must be declared, not defined."""
-    context.module = _inlined_into_entries(context)
+    """Check every data-buffer access of the module's entries (inlined into them by
+    `buffer_accesses.inline_into_entries`), each failed check writing a printf entry with its site's ID;
+    the table goes to the context."""
     arguments = tuple(classify(f"i{arg_type.bits}") for arg_type in SITE_LAYOUT)  # integers only
     helper = Helper(
         f"{context.prefix}validation.report",
@@ -106,28 +85,6 @@ def run(context: PassContext) -> None:
 
     data_layout = module_layout(context.target.name)[1]
     context.validation = instrument(context.module, RUNTIME_BUFFER_TYPE, data_layout, context.prefix, report)
-
-
-def _inlined_into_entries(context: PassContext) -> Module:
-    """The module with every function that may be inlined inlined (LLVM's always-inliner), so that
-    validation sees each access in the entry that makes it. The helpers are only declared meanwhile:
-    they are defined, and inlined, once the checks are in."""
-    module = context.module
-    entries = entry_names(module, RUNTIME_BUFFER_TYPE)
-    for function in module.definitions():
-        if function.name not in entries and module.function_attributes(function).isdisjoint(_NEVER_INLINED):
-            function.add_attribute("alwaysinline")
-    declarations = context.helpers.declarations()
-    if context.user_data is not None:
-        declarations += context.user_data.declarations()
-    names = [module.add_declaration(declaration).name for declaration in declarations]
-    parsed = parse_source(f"<{context.module_source()} inlined for validation>", str(module))
-    inline_always(parsed, context.target)
-    inlined = Module.parse(str(parsed))
-    for name in names:
-        if name in inlined.functions:
-            inlined.remove(inlined.functions[name])
-    return inlined
 
 
 def instrument(
@@ -152,8 +109,8 @@ class _Instrumentation:
         self.buffer_type = buffer_type
         self.prefix = prefix
         self.report = report
-        self.sizes = _TypeSizes(data_layout)
-        self.entries = {entry.function.name: entry for entry in _entries(module, buffer_type)}
+        self.sizes = TypeSizes(data_layout)
+        self.entries = {entry.function.name: entry for entry in entries(module, buffer_type)}
         self.references = module.reference_counts()
         self.sites: list[Site] = []
         self.unchecked: Counter[tuple[str, str | None]] = Counter()
@@ -164,19 +121,19 @@ class _Instrumentation:
         entry = self.entries.get(function.name)
         if entry is None and self.references[function.name] <= 1:
             return  # called from nowhere in the module (inlined everywhere): its copies are checked
-        roots = _derivations(function, entry) if entry is not None else {}
-        offsets = _constant_offsets(function, entry, self.sizes) if entry is not None else {}
+        roots = derivations(function, entry) if entry is not None else {}
+        offsets = constant_offsets(function, entry, self.sizes) if entry is not None else {}
         for _, instruction in list(function.instructions()):
-            for access in _accesses(instruction):
+            for access in accesses(instruction):
                 if access.pointer_type != self.buffer_type or access.bytes is None:
                     continue
                 root = roots.get(access.pointer)
-                source = _source(self.module, instruction)
+                source = source_of(self.module, instruction)
                 if entry is None or root is None:
                     self.unchecked[function.name, source] += 1
                     continue
                 size = access.bytes if isinstance(access.bytes, int) else None
-                if _in_bounds(offsets.get(access.pointer), size, entry.minimum_bytes[root]):
+                if in_bounds(offsets.get(access.pointer), size, entry.minimum_bytes[root]):
                     self.removed += 1
                     continue
                 site = Site.new(access.kind, size, root, entry.data_buffers[root], function.name, source)
@@ -197,194 +154,13 @@ class _Instrumentation:
         return ValidationTable(tuple(self.sites), tuple(unchecked), self.removed)
 
 
-def _in_bounds(offset: int | None, size: int | None, minimum: int) -> bool:
-    """Whether `size` bytes at constant `offset` are inside any buffer of at least `minimum` bytes."""
-    return offset is not None and size is not None and 0 <= offset <= minimum - size
-
-
-def _dereferenceable(attributes: tuple[str, ...]) -> int:
-    """N of a `dereferenceable(N)` attribute; 0 without one."""
-    for attribute in attributes:
-        if attribute.startswith("dereferenceable(") and attribute[16:-1].isdigit():
-            return int(attribute[16:-1])
-    return 0
-
-
-class _TypeSizes:
-    """ABI sizes of IR types in one data layout, as GEPs step over them."""
-
-    def __init__(self, data_layout: str) -> None:
-        self.target_data = llvm.create_target_data(data_layout)
-
-    def of(self, type_text: str) -> int | None:
-        parsed = parse_type(type_text)
-        if parsed is None or isinstance(parsed, ir.BaseStructType):
-            return None
-        return parsed.get_abi_size(self.target_data)
-
-
-def _constant_offsets(function: Function, entry: _Entry, sizes: _TypeSizes) -> dict[str, int]:
-    """value -> its constant byte offset from its data buffer, through GEPs with constant indices into
-    scalars, vectors and arrays."""
-    offsets = dict.fromkeys(entry.data_buffers, 0)
-    for _, instruction in function.instructions():
-        if instruction.opcode != "getelementptr" or instruction.result is None:
-            continue
-        source, pointer, *indices = instruction.operands
-        base = offsets.get(pointer.value)
-        step = _gep_offset(source.type, [index.value for index in indices], sizes)
-        if base is not None and step is not None:
-            offsets[instruction.result] = base + step
-    return offsets
-
-
-def _gep_offset(source_type: str, indices: list[str], sizes: _TypeSizes) -> int | None:
-    """The byte offset a GEP over `source_type` with constant `indices` adds; None when not constant."""
-    offset = 0
-    current = source_type
-    for position, index in enumerate(indices):
-        if not index.lstrip("-").isdigit():
-            return None
-        if position:
-            parsed = parse_type(current)
-            if not isinstance(parsed, ir.ArrayType | ir.VectorType):
-                return None
-            current = str(parsed.element)
-        size = sizes.of(current)
-        if size is None:
-            return None
-        offset += int(index) * size
-    return offset
-
-
-def entry_names(module: Module, buffer_type: str) -> set[str]:
-    """The functions whose parameters are an entry's (SPEC 11): what the accesses are attributed in."""
-    return {entry.function.name for entry in _entries(module, buffer_type)}
-
-
-def _entries(module: Module, buffer_type: str) -> list[_Entry]:
-    """The functions taking the printf buffer, maybe the abort buffer, the ID, then data buffers."""
-    entries = []
-    for function in module.definitions():
-        parameters = function.parameters
-        types = [parameter.type for parameter in parameters]
-        for skipped in (1, 2):
-            head = [buffer_type] * skipped + ["i32"]
-            rest = types[len(head) :]
-            if types[: len(head)] == head and rest and all(found == buffer_type for found in rest):
-                names = [parameter.value for parameter in parameters]
-                buffers = parameters[len(head) :]
-                minimum = tuple(_dereferenceable(parameter.attributes) for parameter in buffers)
-                entries.append(_Entry(function, names[0], names[skipped], tuple(names[len(head) :]), minimum))
-                break
-    return entries
-
-
-def _derivations(function: Function, entry: _Entry) -> dict[str, int]:
-    """value -> the data buffer it derives from, for the pointers that derive from exactly one.
-
-    Optimistic over loops: a phi's incoming value not resolved yet is left out until it is; a value that
-    no deriving instruction defines (a load, a constant, another parameter) derives from none.
-    """
-    roots: dict[str, int | None] = {name: position for position, name in enumerate(entry.data_buffers)}
-    deriving = [
-        (instruction.result, _pointer_sources(instruction))
-        for _, instruction in function.instructions()
-        if instruction.result is not None and instruction.opcode in _DERIVING
-    ]
-    derived = {result for result, _ in deriving}
-    changed = True
-    while changed:
-        changed = False
-        for result, sources in deriving:
-            found = {
-                roots[source] if source in roots else None
-                for source in sources
-                if source in roots or source not in derived
-            }
-            if not found:
-                continue
-            value = found.pop() if len(found) == 1 else None
-            if result not in roots or roots[result] != value:
-                roots[result] = value
-                changed = True
-    return {name: root for name, root in roots.items() if root is not None}
-
-
-def _pointer_sources(instruction: Instruction) -> list[str]:
-    """The pointer values an instruction derives its result from."""
-    opcode = instruction.opcode
-    if opcode == "phi":
-        tokens = [token for _, token in instruction.tokens]
-        return [tokens[index + 1] for index, token in enumerate(tokens) if token == "["]
-    operands = instruction.operands
-    if opcode == "select":
-        return [operand.value for operand in operands[1:]]
-    if opcode == "getelementptr":
-        return [operands[1].value] if len(operands) > 1 else []
-    return [operands[0].value.partition(" to ")[0]] if operands else []
-
-
-def _accesses(instruction: Instruction) -> list[_Access]:
-    """The memory accesses an instruction makes: pointer, kind and bytes."""
-    opcode = instruction.opcode
-    if opcode in ("load", "store", "atomicrmw", "cmpxchg"):
-        first, second = instruction.operands[:2]
-        if opcode == "load":
-            return [_Access("load", second.value, second.type, _store_bytes(first.type))]
-        if opcode == "store":
-            return [_Access("store", second.value, second.type, _store_bytes(first.type))]
-        return [_Access("atomic", first.value, first.type, _store_bytes(second.type))]
-    site = instruction.call() if opcode == "call" else None
-    if site is None:
-        return []
-    name = bare_name(site.callee)
-    kind = next((kind for prefix, kind in _MEMORY_INTRINSICS.items() if name.startswith(prefix + ".")), None)
-    if kind is None or len(site.arguments) < 3:
-        return []
-    length = site.arguments[2].value
-    size: int | str = int(length) if length.isdigit() else length
-    pointers = site.arguments[:1] if kind == "memset" else site.arguments[:2]
-    return [_Access(kind, pointer.value, pointer.type, size) for pointer in pointers]
-
-
-def _store_bytes(type_text: str) -> int | None:
-    """Bytes a value of this type occupies in memory when stored, for the types that can be checked."""
-    parsed = parse_type(type_text)
-    if isinstance(parsed, ir.VectorType):
-        element = _store_bits(parsed.element)
-        return None if element is None else (element * parsed.count + 7) // 8
-    bits = _store_bits(parsed)
-    return None if bits is None else (bits + 7) // 8
-
-
-def _store_bits(parsed: ir.Type | None) -> int | None:
-    if isinstance(parsed, ir.IntType):
-        return (parsed.width + 7) // 8 * 8
-    if isinstance(parsed, ir.PointerType):
-        return 8 * _POINTER_BYTES
-    return (
-        {ir.HalfType(): 16, ir.FloatType(): 32, ir.DoubleType(): 64}.get(parsed)
-        if parsed is not None
-        else None
-    )
-
-
-def _source(module: Module, instruction: Instruction) -> str | None:
-    node = instruction.debug_node
-    location = source_location(module, node) if node is not None else None
-    if location is None:
-        return None
-    return f"{location.filename}:{location.line}:{location.column}"
-
-
 @dataclass(frozen=True, slots=True)
 class _Check:
     """The check of one access: its entry, site, access, the buffers' type, and the prefix of its names."""
 
-    entry: _Entry
+    entry: Entry
     site: Site
-    access: _Access
+    access: Access
     buffer_type: str
     names: str
 
