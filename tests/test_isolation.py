@@ -4,17 +4,15 @@ errors as `CodegenError`s carrying LLVM's own message, never the death of the ca
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
-import shutil
-import subprocess
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from native_threads import native_thread
 
 from lowering.codegen.emit import compile_object
 from lowering.codegen.isolation import CodegenError, isolated
@@ -23,23 +21,6 @@ from lowering.pipeline import lower_sources
 
 HELLO = (Path(__file__).resolve().parents[1] / "samples" / "hello.ll").read_text()
 X86_CONVENTION = "define x86_fastcallcc void @f() {\n  ret void\n}\n"  # AMDGPU cannot lower it
-NO_CC = "cc not found: install Debian's gcc package (apt-get install gcc)"
-WAITER_C = r"""
-#include <pthread.h>
-#include <unistd.h>
-
-static pthread_t waiter;
-
-static void *wait_for_a_byte(void *fd) {
-    char byte;
-    (void)read((int)(long)fd, &byte, 1);
-    return NULL;
-}
-
-int start_waiter(int fd) { return pthread_create(&waiter, NULL, wait_for_a_byte, (void *)(long)fd); }
-
-int join_waiter(void) { return pthread_join(waiter, NULL); }
-"""
 
 
 def with_threads(threads: int, action: Callable[[], object]) -> object:
@@ -70,37 +51,6 @@ def test_a_fatal_error_inside_llvm_is_a_codegen_error(threads):
     lowered = lower_sources([Source("x86.ll", X86_CONVENTION)], target="amdpal")
     with pytest.raises(CodegenError, match="status 1: LLVM ERROR: unsupported calling convention$"):
         with_threads(threads, lambda: compile_object(lowered))
-
-
-@pytest.fixture(scope="module")
-def waiter(tmp_path_factory) -> Path:
-    """A shared library, built with cc, whose `start_waiter(fd)` starts a thread (pthread_create) that
-    reads a byte from `fd`, and whose `join_waiter()` joins it."""
-    compiler = shutil.which("cc")
-    if compiler is None:
-        pytest.skip(NO_CC)
-    directory = tmp_path_factory.mktemp("waiter")
-    source, library = directory / "waiter.c", directory / "libwaiter.so"
-    source.write_text(WAITER_C)
-    subprocess.run([compiler, "-shared", "-fPIC", "-pthread", "-o", str(library), str(source)], check=True)
-    return library.resolve()
-
-
-@contextlib.contextmanager
-def native_thread(loaded: ctypes.CDLL) -> Iterator[None]:
-    """A thread started in C by the `waiter` library `loaded`, which `threading` does not see, running
-    while the block runs."""
-    reader, writer = os.pipe()
-    try:
-        assert loaded.start_waiter(reader) == 0
-        try:
-            yield
-        finally:
-            os.write(writer, b"x")
-            assert loaded.join_waiter() == 0
-    finally:
-        os.close(reader)
-        os.close(writer)
 
 
 def child_has_mapped(library: Path) -> bool:

@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Callable
 from typing import TypeVar
 
+from metadata.decoding.helper_process import single_threaded
 from metadata.errors import DprintfError
 
 Result = TypeVar("Result")
@@ -42,7 +43,7 @@ def isolated(what: str, function: Callable[..., Result], *arguments: object) -> 
     `what` names the work in the error raised when LLVM ends the child, e.g. "compiling for amdpal".
     """
     with tempfile.TemporaryFile() as log:
-        if _single_threaded():
+        if single_threaded():
             data, status = _forked(function, arguments, log.fileno())
         else:
             data, status = _interpreter(function, arguments, log.fileno())
@@ -54,15 +55,6 @@ def isolated(what: str, function: Callable[..., Result], *arguments: object) -> 
             raise value
         return value
     raise CodegenError(f"LLVM failed while {what}: {_ending(status, printed)}")
-
-
-def _single_threaded() -> bool:
-    """Whether this process runs no thread but the calling one, native threads included; False where
-    /proc cannot tell."""
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return False
 
 
 def _forked(function: Callable[..., object], arguments: tuple[object, ...], log: int) -> tuple[bytes, int]:
