@@ -71,7 +71,8 @@ def record(module: Module, target: Target, prefix: str) -> RaceTable:
         tuple(Unchecked(function, source, count) for (function, source), count in unrecorded.items()),
     )
     if recorded:
-        _Recording(module, target, prefix, table).add(recorded)
+        count = max(len(item.entry.data_buffers) for item in found)  # K of `[K x ptr]`
+        _Recording(module, target, prefix, table, count).add(recorded)
     return table
 
 
@@ -131,13 +132,13 @@ class _Recording:
     """The records of one module: its entries' prologues, a call after each recorded access, the
     helpers and the runtime global."""
 
-    def __init__(self, module: Module, target: Target, prefix: str, table: RaceTable) -> None:
+    def __init__(self, module: Module, target: Target, prefix: str, table: RaceTable, count: int) -> None:
         self.module = module
         self.table = table
         self.names = f"{prefix}races."
         space = target.global_address_space
         self.shadow_type = f"ptr addrspace({space})" if space is not None else "ptr"
-        self.count = max(buffer.buffer for buffer in table.buffers) + 1  # K of `[K x ptr]`
+        self.count = count
 
     def add(self, recorded: list[_Found]) -> None:
         by_function: dict[str, list[tuple[int, _Found]]] = {}
