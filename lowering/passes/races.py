@@ -138,6 +138,7 @@ class _Recording:
         self.names = f"{prefix}races."
         space = target.global_address_space
         self.shadow_type = f"ptr addrspace({space})" if space is not None else "ptr"
+        self.exchange = target.shadow_exchange
         self.count = count
 
     def add(self, recorded: list[_Found]) -> None:
@@ -150,9 +151,13 @@ class _Recording:
             self.module.add_global(
                 f"{global_name(RACES_SHADOW_GLOBAL)} = external global [{self.count} x ptr]"
             )
-        for intrinsic in ("smax", "smin"):
-            self.module.add_declaration(f"declare i64 @llvm.{intrinsic}.i64(i64, i64)")
-        for helper in _helpers(self.names, self.shadow_type):
+        for declaration in (
+            "i64 @llvm.smax.i64(i64, i64)",
+            "i64 @llvm.smin.i64(i64, i64)",
+            "i32 @llvm.umax.i32(i32, i32)",
+        ):
+            self.module.add_declaration(f"declare {declaration}")
+        for helper in _helpers(self.names, self.shadow_type, self.exchange):
             self.module.add_function(helper)
 
     def _record_in(self, function: Function, entry: Entry, items: list[tuple[int, _Found]]) -> None:
@@ -226,9 +231,47 @@ class _Recording:
         return lines
 
 
-def _helpers(names: str, shadow: str) -> list[str]:
-    """The `alwaysinline` helpers the records call: `mark` (the two atomics of one word), `word` (an
-    access inside one word) and `range` (an access over a range of bytes)."""
+def _maxima(shadow: str) -> str:
+    """The slot's two maxima, each by an atomic max."""
+    return f"""  %least = getelementptr [2 x i32], {shadow} %rows, i64 %slot, i64 0
+  %greatest = getelementptr [2 x i32], {shadow} %rows, i64 %slot, i64 1
+  %was.least = atomicrmw umax {shadow} %least, i32 %not monotonic, align 4
+  %was.greatest = atomicrmw umax {shadow} %greatest, i32 %packed monotonic, align 4
+  ret void"""
+
+
+def _exchange(shadow: str) -> str:
+    """The slot's two maxima as one 64-bit value (notLeast the low half), by compare-exchange; no atomic
+    when the slot already holds them."""
+    return f"""  %at = getelementptr i64, {shadow} %rows, i64 %slot
+  %first = load atomic i64, {shadow} %at monotonic, align 8
+  br label %try
+try:
+  %old = phi i64 [ %first, %entry ], [ %seen, %retry ]
+  %old.least = trunc i64 %old to i32
+  %old.upper = lshr i64 %old, 32
+  %old.greatest = trunc i64 %old.upper to i32
+  %least = call i32 @llvm.umax.i32(i32 %old.least, i32 %not)
+  %greatest = call i32 @llvm.umax.i32(i32 %old.greatest, i32 %packed)
+  %least.wide = zext i32 %least to i64
+  %greatest.wide = zext i32 %greatest to i64
+  %greatest.upper = shl i64 %greatest.wide, 32
+  %new = or i64 %greatest.upper, %least.wide
+  %same = icmp eq i64 %new, %old
+  br i1 %same, label %done, label %retry
+retry:
+  %pair = cmpxchg {shadow} %at, i64 %old, i64 %new monotonic monotonic, align 8
+  %seen = extractvalue {{ i64, i1 }} %pair, 0
+  %swapped = extractvalue {{ i64, i1 }} %pair, 1
+  br i1 %swapped, label %done, label %try
+done:
+  ret void"""
+
+
+def _helpers(names: str, shadow: str, exchange: bool) -> list[str]:
+    """The `alwaysinline` helpers the records call: `mark` (the two maxima of one word's slot: two atomic
+    max, or with `exchange` one compare-exchange loop), `word` (an access inside one word) and `range`
+    (an access over a range of bytes)."""
     buffer = RUNTIME_BUFFER_TYPE
     where = f"{shadow} %rows, i64 %words, {buffer} %base, {buffer} %pointer"
     who = "i32 %who, i32 %site, i64 %row"
@@ -243,11 +286,7 @@ entry:
   %not = xor i32 %packed, -1
   %row.start = mul i64 %row, %words
   %slot = add i64 %row.start, %word
-  %least = getelementptr [2 x i32], {shadow} %rows, i64 %slot, i64 0
-  %greatest = getelementptr [2 x i32], {shadow} %rows, i64 %slot, i64 1
-  %was.least = atomicrmw umax {shadow} %least, i32 %not monotonic, align 4
-  %was.greatest = atomicrmw umax {shadow} %greatest, i32 %packed monotonic, align 4
-  ret void
+{_exchange(shadow) if exchange else _maxima(shadow)}
 }}""",
         f"""define internal void @{names}word({where}, {who}) alwaysinline {{
 entry:
