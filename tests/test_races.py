@@ -235,6 +235,21 @@ def test_the_decoder_on_hand_built_shadows() -> None:
     assert shuffled == _shadow(table, 4 * 1029 - 2, accesses)  # the slots keep no order
 
 
+@pytest.mark.parametrize("sites", [3, 10])  # few pairs of sites, and more than a pass each pays for
+def test_words_are_grouped_by_pair_of_sites(sites: int) -> None:
+    table = _table(*[("store", WRITE)] * sites, site_bits=4)
+    accesses = [(word, invocation, word % sites) for word in range(100) for invocation in (5, 2)]
+    reports = race_reports(table, [read_shadow(table, _shadow(table, 400, accesses), "grouped")])
+    assert [
+        (report.first.site.site.index, report.least_offset, report.greatest_offset, report.words)
+        for report in reports
+    ] == [
+        (site, 4 * site, 4 * max(range(site, 100, sites)), len(range(site, 100, sites)))
+        for site in range(sites)
+    ]
+    assert {(report.first.invocation, report.second.invocation) for report in reports} == {(2, 5)}
+
+
 def test_the_table_round_trips_through_msgpack() -> None:
     table = RaceTable(
         _table(("memcpy", WRITE), ("memcpy", READ), ("atomic load", ATOMIC)).sites,

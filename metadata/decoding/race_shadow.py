@@ -220,23 +220,40 @@ def _group(
     """One report per pair of sites among the racing `words` (ascending) with their examples."""
     if not len(words):
         return []
-    count = len(table.sites)
-    keys = _site(table, first).astype(np.int64) * count + _site(table, second)
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    ends = np.r_[starts[1:], len(ordered)]
+    keys = _site(table, first).astype(np.int64) * len(table.sites) + _site(table, second)
     return [
         RaceReport(
             kind,
             shadow.buffer.buffer,
             shadow.buffer_bytes,
-            int(words[order[start]]) * WORD_BYTES,
-            int(words[order[end - 1]]) * WORD_BYTES,
-            _access(table, int(first[order[start]])),
-            _access(table, int(second[order[start]])),
-            int(end - start),
+            int(words[lowest]) * WORD_BYTES,
+            int(words[highest]) * WORD_BYTES,
+            _access(table, int(first[lowest])),
+            _access(table, int(second[lowest])),
+            count,
         )
+        for lowest, highest, count in _runs(keys)
+    ]
+
+
+_FEW_GROUPS = 8  # up to this many pairs of sites, a pass over the words for each beats sorting them
+
+
+def _runs(keys: np.ndarray) -> list[tuple[int, int, int]]:
+    """For each distinct key: the position of its first and last occurrence, and its count."""
+    least, greatest = int(keys.min()), int(keys.max())
+    if least == greatest:  # one pair of sites: the common case, and millions of words at once
+        return [(0, len(keys) - 1, len(keys))]
+    distinct = np.flatnonzero(np.bincount(keys - least)) + least if greatest - least < 1 << 22 else None
+    if distinct is not None and len(distinct) <= _FEW_GROUPS:
+        found = [np.flatnonzero(keys == key) for key in distinct.tolist()]
+        return [(int(where[0]), int(where[-1]), len(where)) for where in found]
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = np.r_[starts[1:], len(ordered)]
+    return [
+        (int(order[start]), int(order[end - 1]), int(end - start))
         for start, end in zip(starts, ends, strict=True)
     ]
 
