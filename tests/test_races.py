@@ -302,6 +302,39 @@ def test_an_access_out_of_bounds_is_not_recorded_and_with_validate_not_made() ->
     assert checked.data_guards[0] == bytes([GUARD_FILL]) * GUARD_BYTES
 
 
+def test_release_acquire_ordering_is_not_modelled_and_bytes_of_a_word_are_one_location() -> None:
+    # Invocation 0 stores data (word 0) then releases a flag (word 1); the others acquire it, then load
+    # the data: ordered by the flag, reported as a read-racing-write of the two plain accesses.
+    text = entry(
+        "  %flag = getelementptr i32, ptr addrspace(7) %a, i64 1\n"
+        "  %first = icmp eq i32 %id, 0\n"
+        "  br i1 %first, label %produce, label %consume\n"
+        "produce:\n"
+        "  store i32 42, ptr addrspace(7) %a, align 4\n"
+        "  store atomic i32 1, ptr addrspace(7) %flag release, align 4\n"
+        "  br label %bytes\n"
+        "consume:\n"
+        "  %ready = load atomic i32, ptr addrspace(7) %flag acquire, align 4\n"
+        "  %data = load i32, ptr addrspace(7) %a, align 4\n"
+        "  br label %bytes\n"
+        "bytes:\n"  # each invocation its own byte of word 2
+        "  %byte = add i64 %wide, 8\n"
+        "  %mine = getelementptr i8, ptr addrspace(7) %a, i64 %byte\n"
+        "  store i8 1, ptr addrspace(7) %mine, align 1\n"
+    )
+    result = run(text, [16], invocations=4, threads=2)
+    assert [
+        (
+            race.kind,
+            race.least_offset,
+            race.first.site.site.kind,
+            race.first.invocation,
+            race.second.invocation,
+        )
+        for race in result.races
+    ] == [("read-racing-write", 0, "load", 1, 0), ("write-racing-write", 8, "store", 0, 3)]
+
+
 def test_races_and_validation_together_report_both() -> None:
     text = entry(
         "  %bin = urem i64 %wide, 2\n"

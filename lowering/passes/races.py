@@ -1,6 +1,6 @@
 """Synchronization validation (SPEC section 12): every access to a data buffer that can race recorded
 into the buffer's shadow memory, which the driver reads back for the report
-(`metadata.decoding.race_shadow`; the layout is `metadata.races`').
+(`metadata.decoding.race_shadow`; the layout is `metadata.races`'s).
 
 Accesses are attributed to data buffers as validation attributes them (`buffer_accesses`, after
 inlining into the entries). A buffer that no site writes, plainly or atomically, cannot race: its
@@ -11,7 +11,8 @@ accesses are not recorded and it has no shadow. Every other access becomes, righ
 (`@races.range` for an access that may span words: memcpy, memmove, memset, an access wider or less
 aligned than a word), whose inlined body finds the words the access touches, leaves out those outside
 the buffer, and makes two 32-bit atomic max per word into the row of its class: the least and the
-greatest packed (invocation, site) of the word. Each entry loads the shadows' addresses from
+greatest packed (invocation, site) of the word (on a target without atomic max, `Target.shadow_exchange`,
+one 64-bit compare-exchange does both). Each entry loads the shadows' addresses from
 `@lgc.races.shadow` (`[K x ptr]`, which the runtime sets) and each buffer's size from its shadow's
 header once, at its start.
 
