@@ -412,10 +412,19 @@ def test_on_the_gpu_each_injected_race_is_found_exactly_at_scale(kind: str) -> N
 
 @gpu
 @pytest.mark.gpu
-def test_on_the_gpu_the_sample_reports_as_on_the_cpu() -> None:
+def test_on_the_gpu_the_sample_reports_exactly_and_its_twin_nothing() -> None:
     sample = [Source("races.ll", (SAMPLES / "races.ll").read_text())]
-    options = {"invocations": AT_SCALE, "data_buffers": [bytes(256)], "races": True}
-    on_gpu = run_sources(sample, device="nvptx", **options)
-    on_cpu = run_sources(sample, threads=2, **options)
-    assert [race.line() for race in on_gpu.races] == [race.line() for race in on_cpu.races]
-    assert on_gpu.races[0].second.invocation == AT_SCALE - 64
+    options = {"invocations": AT_SCALE, "data_buffers": [bytes(256)], "races": True, "device": "nvptx"}
+    racing = run_sources(sample, **options)
+    last = AT_SCALE - 64  # the greatest invocation of each of the 64 sums
+    pair = f"in @main at races.c:5:20 (invocation 0) and store in @main at races.c:5:20 (invocation {last})"
+    where = "on buffer 0 (%partial, 256 bytes) at offsets 0..252"
+    assert [race.line() for race in racing.races] == [
+        f"write-racing-write {where}: store {pair}: 64 words",
+        f"read-racing-write {where}: load {pair}: 64 words",
+    ]
+    fixed = run_sources(sample, entry="fixed", **options)
+    assert fixed.races == ()
+    assert struct.unpack("<64I", bytes(fixed.data_buffers[0])) == tuple(
+        sum(range(word, AT_SCALE, 64)) & 0xFFFFFFFF for word in range(64)
+    )
