@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from metadata.instrumentation import InstrumentationTable
+from metadata.races import RaceTable
 from metadata.table import FormatTable
 from metadata.validation import ValidationTable
 
@@ -34,10 +35,13 @@ class LoweredModule:
     validation: ValidationTable | None = None  # the check sites, when lowered with `validate`
     instrumentation: InstrumentationTable | None = None  # the blocks, when lowered with `instrument`
     listing: tuple[tuple[str, int | None], ...] = ()  # instrumented: the IR before, lines with their block
+    races: RaceTable | None = None  # the recorded sites and shadows, when lowered with `races`
 
     def document(self) -> dict:
         """The metadata document keys besides the format-string table that the ELF note carries."""
-        return {
-            **(self.validation.to_document() if self.validation is not None else {}),
-            **(self.instrumentation.to_document() if self.instrumentation is not None else {}),
-        }
+        return tables_document(self.validation, self.instrumentation, self.races)
+
+
+def tables_document(*tables: ValidationTable | InstrumentationTable | RaceTable | None) -> dict:
+    """The metadata document keys of the passes' tables that are there."""
+    return {key: value for table in tables if table is not None for key, value in table.to_document().items()}

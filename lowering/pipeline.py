@@ -3,7 +3,9 @@
     link the inputs (parse, verify, set the target's triple and data layout)
     -> calling conventions the target's code generator cannot lower (`passes.calling_conventions`)
     -> every printf and abort call replaced by a call to its helper (`passes.printf_abort`)
-    -> [validate] every data-buffer access checked (`passes.validation`)
+    -> [validate, races] every function inlined into the entries (`passes.buffer_accesses`), then
+       [validate] every data-buffer access checked (`passes.validation`),
+       [races] every data-buffer access that can race recorded in the buffer's shadow (`passes.races`)
     -> the helpers defined, the tables added (`passes.helpers`, `passes.pal_tables`)
     -> parse, verify and inline the helpers once
     -> [instrument] every block counting its entries (`passes.instrumentation`), then the tables
@@ -33,6 +35,7 @@ from .passes import (
     instrumentation,
     pal_tables,
     printf_abort,
+    races,
     validation,
 )
 from .passes.calls import KINDS, declaration_problem
@@ -48,14 +51,15 @@ def lower_sources(
     validate: bool = False,
     dialect: str = C_DIALECT,
     instrument: bool = False,
+    races: bool = False,
 ) -> LoweredModule:
     """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
     of one), reading format strings in `dialect` (SPEC 9); with `validate` check every data-buffer
-    access (SPEC 11), with `instrument` count every block's entries (SPEC 10); LoweringError for bad
-    input."""
+    access (SPEC 11), with `instrument` count every block's entries (SPEC 10), with `races` record the
+    data-buffer accesses for races between invocations (SPEC 12); LoweringError for bad input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
-    options = Options(get_target(target), dialect, validate, instrument)
+    options = Options(get_target(target), dialect, validate, instrument, races)
     with _few_collections():
         return run(sources, options)
 
@@ -76,9 +80,12 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
     printf_abort.run(context, kinds)
     context.raise_problems()
     context.apply_edits()
-    if options.validate:
+    if options.validate or options.races:
         buffer_accesses.inline_into_entries(context)
+    if options.validate:
         validation.run(context)
+    if options.races:
+        races.run(context)  # after validation: a checked access is recorded only when it passes
     helpers = context.helpers.module(options.target)
     if context.user_data is not None:
         context.user_data.define(helpers)
@@ -99,6 +106,7 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
         context.validation,
         context.instrumentation,
         context.listing,
+        context.races,
     )
 
 

@@ -151,7 +151,7 @@ class SiteReport:
             else f"offsets {self.least_offset}..{self.greatest_offset}"
         )
         invocations = "1 invocation" if self.count == 1 else f"{self.count} invocations"
-        direction = "from" if site.kind == "load" else "to"
+        direction = "from" if site.kind.endswith("load") else "to"
         return (
             f"out-of-bounds {site.kind} of {size} {direction} buffer {site.buffer} ({site.buffer_name}, "
             f"{self.buffer_bytes} bytes) at {offsets} in {site.where()}: {invocations}, "

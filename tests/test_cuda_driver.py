@@ -176,6 +176,33 @@ def test_buffers_go_to_the_device_and_come_back(fake_directory, tmp_path):
     assert (dumped / "buffer0.bin").read_bytes() == initial.read_bytes() + bytes((3 << 20) - 1_280_000)
 
 
+def test_race_shadows_go_to_device_memory_and_come_back(fake_directory, tmp_path):
+    """With --races, each shadow is a device image after the data buffers: its header (the buffer's size,
+    position and classes) goes to the GPU and comes back, and the zeros after it decode to no race."""
+    dumped = tmp_path / "dumped"
+    sample = str(SAMPLES / "races.ll")
+    done = dprintf(
+        fake_directory,
+        "",
+        "run",
+        sample,
+        "--device",
+        "nvptx",
+        "--races",
+        "--buffer",
+        "256",
+        "--dump-buffers",
+        str(dumped),
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["races"] == []
+    shadow = (dumped / "races0.bin").read_bytes()
+    assert shadow == (256).to_bytes(8, "little") + (0).to_bytes(4, "little") + (7).to_bytes(
+        4, "little"
+    ) + bytes(3 * 64 * 8)
+
+
 def test_a_device_lost_while_running_ends_the_worker_with_the_drivers_error(fake_directory):
     done = dprintf(fake_directory, "cuEventSynchronize=700", *hello())
     assert (done.returncode, done.stdout) == (1, "")

@@ -76,20 +76,26 @@ def test_the_streamed_document_of_a_damaged_buffer_is_the_whole_one(
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[path.name for path in SAMPLES])
 def test_the_streamed_document_of_each_sample_is_the_whole_one(capsysbinary, sample):
-    validates = sample.name == "out_of_bounds.ll"  # the one whose entry takes a data buffer
-    options = ["--buffer", "4096", "--validate"] if validates else []
+    validates, races = (
+        sample.name == "out_of_bounds.ll",
+        sample.name == "races.ll",
+    )  # their entries take a buffer
+    options = ["--buffer", "4096"] if validates or races else []
+    options += ["--validate"] if validates else ["--races"] if races else []
     status = main(["run", str(sample), "--invocations", "4", "--json", *options])
     streamed = json.loads(capsysbinary.readouterr().out)
     result = run_sources(
         [Source(str(sample), sample.read_text())],
         invocations=4,
-        data_buffers=[bytes(4096)] if validates else (),
+        data_buffers=[bytes(4096)] if validates or races else (),
         validate=validates,
+        races=races,
     )
-    found = summary(result.printf, result.abort, result.guard_issues, status, result.validation)
+    found = summary(result.printf, result.abort, result.guard_issues, status, result.validation, result.races)
     expected = whole(result.printf, found)
     assert {key: streamed[key] for key in expected} == expected
-    assert streamed["printf"]["entries"] or sample.name == "abort.ll" or streamed["abort"]["messages"]
+    printed = streamed["printf"]["entries"] or streamed["abort"] and streamed["abort"]["messages"]
+    assert printed or sample.name in ("abort.ll", "races.ll")
 
 
 def test_json_lines_round_trip_to_the_document(capsysbinary, tmp_path):

@@ -61,8 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--dump-buffers",
         metavar="DIR",
-        help="write each data buffer to DIR/buffer<N>.bin after the run (and with --instrument, the "
-        "block counters to DIR/instrumentation.bin)",
+        help="write each data buffer to DIR/buffer<N>.bin after the run (with --instrument, the "
+        "block counters to DIR/instrumentation.bin; with --races, each shadow to DIR/races<N>.bin)",
     )
     _add_json_options(run)
 
@@ -93,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="block counters dump (SPEC 10): the profile of the ELF's instrumentation table",
     )
     _add_profile_options(decode)
+    decode.add_argument(
+        "--races-shadow",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a shadow dump (SPEC 12), or a directory of them (races<N>.bin): the races of the ELF's "
+        "races table (repeatable)",
+    )
 
     link = commands.add_parser("link", help="one ELF whose table is the union of the inputs'")
     link.add_argument("inputs", nargs="+", metavar="IN.elf")
@@ -180,13 +188,18 @@ def _add_json_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_lowering_options(parser: argparse.ArgumentParser, counted: bool = True) -> None:
     """The options of every command that lowers: the format dialect, and unless the command decides
-    itself (`counted` False), validation and instrumentation."""
+    itself (`counted` False), validation, instrumentation and race recording."""
     if counted:
         parser.add_argument(
             "--validate", action="store_true", help="check every data-buffer access (SPEC 11)"
         )
         parser.add_argument(
             "--instrument", action="store_true", help="count every basic block's entries (SPEC 10)"
+        )
+        parser.add_argument(
+            "--races",
+            action="store_true",
+            help="record data-buffer accesses; report races between invocations (SPEC 12)",
         )
     parser.add_argument(
         "--format-dialect",

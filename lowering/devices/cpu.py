@@ -27,7 +27,7 @@ from ..targets.machines import host_target_machine, optimize
 from ..targets.runtime_globals import define_declared_globals
 from ..targets.target import get_target
 from .device import DeviceRun, EntryPoint, Image, Launch
-from .worker import Job, WorkerDevice, runtime_globals_job, serve
+from .worker import Job, WorkerDevice, pointer_array, runtime_globals_job, serve
 
 TRAP_GRACE_SECONDS = 0.05
 RANGE_FUNCTION = "dprintf.run_range"
@@ -134,7 +134,7 @@ def _compile(
 
 
 def _set_globals(engine: llvm.ExecutionEngine, runtime_globals: list[dict], addresses: list[int]) -> None:
-    """Write each runtime global the module has: an image's address, or its bytes."""
+    """Write each runtime global the module has: an image's address, images' addresses, or its bytes."""
     for item in runtime_globals:
         address = engine.get_global_value_address(item["name"])
         if not address:
@@ -142,7 +142,9 @@ def _set_globals(engine: llvm.ExecutionEngine, runtime_globals: list[dict], addr
         if item["image"] is not None:
             ctypes.c_void_p.from_address(address).value = addresses[item["image"]]
         else:
-            value = bytes.fromhex(item["value"])
+            value = (
+                pointer_array(item["images"], addresses) if item["images"] else bytes.fromhex(item["value"])
+            )
             ctypes.memmove(address, value, len(value))
 
 

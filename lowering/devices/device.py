@@ -46,13 +46,15 @@ class EntryPoint:
 
 @dataclass(frozen=True, slots=True)
 class RuntimeGlobal:
-    """A module global that the runtime sets before a launch (SPEC sections 9-11), when the module has it:
-    to the device address of image `image` (a pointer), or else to the bytes `value`. A global the
-    module only declares is defined by the device, zero-initialised, before it is set."""
+    """A module global that the runtime sets before a launch (SPEC sections 9-12), when the module has it:
+    to the device address of image `image` (a pointer), to the addresses of `images` (an array of
+    pointers, null for None), or else to the bytes `value`. A global the module only declares is
+    defined by the device, zero-initialised, before it is set."""
 
     name: str
     image: int | None = None
     value: bytes = b""
+    images: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +62,8 @@ class Launch:
     """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads,
     and the globals to set first. The images it is given are the printf and abort buffers, the entry's
     data buffers in parameter order, then the images only runtime globals point at (the
-    instrumentation buffer)."""
+    instrumentation buffer, the shadows of SPEC 12). `device_images` are those a device may keep in its
+    own memory even when the code can abort (what they hold is lost with the device)."""
 
     ir: str
     entry: EntryPoint
@@ -68,6 +71,7 @@ class Launch:
     threads: int
     timeout: float
     runtime_globals: tuple[RuntimeGlobal, ...] = ()
+    device_images: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,10 @@ import llvmlite.binding as llvm
 from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.decoding.buffer_builder import build_buffer
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
+from metadata.decoding.race_shadow import RaceReport, race_reports, read_shadows
 from metadata.formats import C_DIALECT
 from metadata.instrumentation import read_counters
+from metadata.races import SHADOW_HEADER, RaceTable
 from metadata.reports.profile import Profile
 from metadata.validation import CombinedLookup, SiteReport, split_decoding
 from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
@@ -36,6 +38,7 @@ from ..targets.runtime_globals import (
     ABORT_BUFFER_GLOBAL,
     INSTRUMENTATION_BUFFER_GLOBAL,
     PRINTF_BUFFER_GLOBAL,
+    RACES_SHADOW_GLOBAL,
     VALIDATION_SIZES_GLOBAL,
 )
 from ..targets.target import Target
@@ -105,6 +108,9 @@ class RunResult:
     data_buffers: tuple[Image, ...] = ()
     data_guards: tuple[Image, ...] = ()
     validation: tuple[SiteReport, ...] | None = None  # with validation: out-of-bounds accesses per site
+    races: tuple[RaceReport, ...] | None = None  # with races: the races per buffer, kind and pair of sites
+    race_shadows: tuple[Image, ...] = ()  # with races: each shadow as the device left it (header included)
+    race_guards: tuple[Image, ...] = ()
     profile: Profile | None = None  # instrumented: the times each block was entered, and its costs (SPEC 10)
     listing: tuple[tuple[str, int | None], ...] = ()  # instrumented: the IR, each line with its block
     lowering_warnings: tuple[str, ...] = ()  # what the pass said of the module (LoweredModule.warnings)
@@ -127,6 +133,10 @@ class RunResult:
         issues = []
         guards = [("printf", self.printf_guard), ("abort", self.abort_guard)]
         guards += [(f"data {number}", guard) for number, guard in enumerate(self.data_guards)]
+        guards += [
+            (f"shadow of data {SHADOW_HEADER.unpack_from(shadow)[1]}", guard)
+            for shadow, guard in zip(self.race_shadows, self.race_guards, strict=True)
+        ]
         for name, guard in guards:
             changed = [offset for offset, byte in enumerate(guard) if byte != GUARD_FILL]
             if changed:
@@ -176,9 +186,11 @@ def run_sources(
     validate: bool = False,
     dialect: str = C_DIALECT,
     instrument: bool = False,
+    races: bool = False,
 ) -> RunResult:
     """Lower `sources` for `device` (with `validate`, checking data-buffer accesses; with `instrument`,
-    counting block entries), run invocations `0 .. invocations-1` of `entry`, decode the buffers.
+    counting block entries; with `races`, recording data-buffer accesses into shadows), run invocations
+    `0 .. invocations-1` of `entry`, decode the buffers.
 
     Sizes are whole buffers in bytes, header included. `data_buffers` are the initial contents of the
     entry's data buffers, in parameter order (SPEC section 11). Raises DprintfError (LoweringError,
@@ -190,7 +202,12 @@ def run_sources(
         chosen.prepare()  # the worker starts while the module is lowered
     try:
         lowered = lower_sources(
-            sources, target=chosen.target, validate=validate, dialect=dialect, instrument=instrument
+            sources,
+            target=chosen.target,
+            validate=validate,
+            dialect=dialect,
+            instrument=instrument,
+            races=races,
         )
         return run_lowered(
             lowered,
@@ -240,7 +257,7 @@ def run_lowered(
         )
     sizes = [len(data) for data in data_buffers]
     _check_runtime_globals(module, lowered.target, len(sizes))
-    images = [
+    images: list[Image] = [
         initial_image(buffer_size, "printf"),
         initial_image(abort_buffer_size, "abort"),
         *(data_image(data) for data in data_buffers),
@@ -249,10 +266,35 @@ def run_lowered(
     if lowered.instrumentation is not None:
         globals_ += (RuntimeGlobal(INSTRUMENTATION_BUFFER_GLOBAL, image=len(images)),)
         images.append(data_image(lowered.instrumentation.initial_buffer()))
+    shadows: tuple[int, ...] = ()
+    if lowered.races is not None:
+        shadow_global, shadows = _shadows(lowered.races, sizes, images, invocations)
+        globals_ += (shadow_global,)
     present = tuple(item for item in globals_ if _has_global(module, item.name))
-    launch = Launch(lowered.ir, found, invocations, threads, timeout, present)
+    launch = Launch(lowered.ir, found, invocations, threads, timeout, present, device_images=shadows)
     ran = chosen.run(launch, images)
-    return _result(chosen.name, ran, lowered)
+    return _result(chosen.name, ran, lowered, len(sizes))
+
+
+def _shadows(
+    table: RaceTable, sizes: Sequence[int], images: list[Image], invocations: int
+) -> tuple[RuntimeGlobal, tuple[int, ...]]:
+    """The shadow of each data buffer the table records (SPEC 12), appended to `images`; the global that
+    points at them, and their images' numbers. DeviceError when the invocations are more than a packed
+    (invocation, site) can number."""
+    if invocations > table.max_invocations:
+        raise DeviceError(
+            f"--races packs an invocation ID and one of the module's {len(table.sites)} sites into 32 bits: "
+            f"at most {table.max_invocations} invocations, not {invocations}"
+        )
+    pointers: list[int | None] = [None] * len(sizes)
+    for buffer in table.buffers:
+        if buffer.buffer < len(sizes):
+            pointers[buffer.buffer] = len(images)
+            size = sizes[buffer.buffer]
+            images.append(_zeroed_image(buffer.shadow_bytes(size), buffer.header(size), "shadow"))
+    numbers = tuple(number for number in pointers if number is not None)
+    return RuntimeGlobal(RACES_SHADOW_GLOBAL, images=tuple(pointers)), numbers
 
 
 def runtime_globals(data_sizes: Sequence[int]) -> tuple[RuntimeGlobal, ...]:
@@ -276,12 +318,17 @@ def _has_global(module: llvm.ModuleRef, name: str) -> bool:
 
 def data_image(data: Image) -> mmap.mmap:
     """A data buffer's image: its bytes, then the guard."""
+    return _zeroed_image(len(data), data, "data")
+
+
+def _zeroed_image(size: int, start: Image, name: str) -> mmap.mmap:
+    """An image of `size` bytes that begin with `start` and are zero after it, then the guard."""
     try:
-        image = _anonymous(len(data) + GUARD_BYTES)
+        image = _anonymous(size + GUARD_BYTES)
     except OSError as failure:
-        raise MemoryError(f"cannot allocate a {len(data)}-byte data buffer: {failure.strerror}") from None
-    image[: len(data)] = data
-    image[len(data) :] = bytes([GUARD_FILL]) * GUARD_BYTES
+        raise MemoryError(f"cannot allocate a {size}-byte {name} buffer: {failure.strerror}") from None
+    image[: len(start)] = start
+    image[size:] = bytes([GUARD_FILL]) * GUARD_BYTES
     return image
 
 
@@ -292,6 +339,7 @@ def _check_runtime_globals(module: llvm.ModuleRef, target: Target, data_buffers:
         ABORT_BUFFER_GLOBAL: target.buffer_type,
         VALIDATION_SIZES_GLOBAL: f"[{data_buffers} x i64]",
         INSTRUMENTATION_BUFFER_GLOBAL: target.buffer_type,
+        RACES_SHADOW_GLOBAL: f"[{data_buffers} x ptr]",
     }
     for name, wanted in expected.items():
         try:
@@ -373,12 +421,17 @@ def _anonymous(size: int) -> mmap.mmap:
     return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 
 
-def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
-    (printf_image, abort_image, *data_images), status = ran.images, ran.status
+def _result(device: str, ran: DeviceRun, lowered: LoweredModule, data_count: int) -> RunResult:
+    (printf_image, abort_image, *rest), status = ran.images, ran.status
+    data_images, runtime_images = rest[:data_count], rest[data_count:]
     profile = None
     if lowered.instrumentation is not None:
-        counts = read_counters(data_images.pop()[:-GUARD_BYTES], lowered.instrumentation)
+        counts = read_counters(runtime_images.pop(0)[:-GUARD_BYTES], lowered.instrumentation)
         profile = Profile(lowered.instrumentation, counts)
+    races = None
+    if lowered.races is not None:
+        named = [(f"shadow {number}", image[:-GUARD_BYTES]) for number, image in enumerate(runtime_images)]
+        races = tuple(race_reports(lowered.races, read_shadows(lowered.races, named)))
     printf_buffer, printf_guard = printf_image[:-GUARD_BYTES], printf_image[-GUARD_BYTES:]
     abort_buffer, abort_guard = abort_image[:-GUARD_BYTES], abort_image[-GUARD_BYTES:]
     table = lowered.table
@@ -398,6 +451,9 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
         status=status,
         printf=printf,
         validation=reports,
+        races=races,
+        race_shadows=tuple(image[:-GUARD_BYTES] for image in runtime_images),
+        race_guards=tuple(image[-GUARD_BYTES:] for image in runtime_images),
         profile=profile,
         listing=lowered.listing,
         lowering_warnings=lowered.warnings,

@@ -64,6 +64,7 @@ class NvptxDevice(WorkerDevice):
             "invocations": launch.invocations,
             "printf_on_host": _may_abort(launch),
             "data_buffers": launch.entry.data_buffers,
+            "device_images": list(launch.device_images),
             "globals": [{**item, "ptx_name": ptx_name(item["name"])} for item in runtime_globals_job(launch)],
         }
         return self.run_in_worker(job, images, launch.timeout)

@@ -11,7 +11,8 @@ mapped into the GPU's address space, so an abort record, fenced at system scope 
 host memory when the context is lost. The printf buffer lives in device memory and is copied back,
 except for code that can abort: then it is mapped host memory too, so that the output written before
 an abort survives the loss of the context. So do the images only runtime globals point at (the
-instrumentation counters, SPEC 10), after the entry's data buffers. Device copies start zeroed and only the
+instrumentation counters, SPEC 10), after the entry's data buffers, but for the job's `device_images`
+(the shadows of SPEC 12), which are always in device memory. Device copies start zeroed and only the
 pieces of an image that are not zero (`filled`, from the harness) are copied to the GPU.
 """
 
@@ -26,7 +27,7 @@ from .cuda_driver import (
     CudaError,
     DriverMissing,
 )
-from .worker import Job, Unavailable, serve, whole_pages
+from .worker import Job, Unavailable, pointer_array, serve, whole_pages
 
 KERNEL_NAME = "dprintf_kernel"
 BLOCK_THREADS = 256
@@ -64,13 +65,25 @@ class GpuRun:
         self.abort = self._mapped(abort)
         self.printf = place(printf)
         self.data = [self._on_device(region) for region in data]
-        self.runtime = [place(region) for region in runtime]  # images only globals point at
+        first = 2 + len(data)  # images only globals point at
+        on_device = set(job["device_images"])
+        self.runtime = [
+            (self._on_device if first + index in on_device else place)(region)
+            for index, region in enumerate(runtime)
+        ]
         module = driver.load_module(job["ptx"])
         self.kernel = driver.kernel(module, KERNEL_NAME)
         addresses = [self.printf, self.abort, *self.data, *self.runtime]
         for item in job["globals"]:
             image = item["image"]
-            value = bytes.fromhex(item["value"]) if image is None else addresses[image].to_bytes(8, "little")
+            if image is not None:
+                value = addresses[image].to_bytes(8, "little")
+            else:
+                value = (
+                    pointer_array(item["images"], addresses)
+                    if item["images"]
+                    else bytes.fromhex(item["value"])
+                )
             found = driver.global_address(module, item["ptx_name"])
             if found is not None and value:
                 source = ctypes.create_string_buffer(value)

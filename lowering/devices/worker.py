@@ -72,8 +72,14 @@ def whole_pages(size: int) -> int:
 def runtime_globals_job(launch: Launch) -> list[dict[str, Any]]:
     """The launch's runtime globals as the worker's job carries them."""
     return [
-        {"name": item.name, "image": item.image, "value": item.value.hex()} for item in launch.runtime_globals
+        {"name": item.name, "image": item.image, "value": item.value.hex(), "images": list(item.images)}
+        for item in launch.runtime_globals
     ]
+
+
+def pointer_array(images: list[int | None], addresses: list[int]) -> bytes:
+    """An array of 64-bit pointers to `images` (their `addresses`), null for None."""
+    return b"".join((0 if image is None else addresses[image]).to_bytes(8, "little") for image in images)
 
 
 def run_worker(

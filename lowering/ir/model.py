@@ -174,6 +174,15 @@ class Instruction:
             operands.append(Operand.from_tokens(tokens, start, end))
         return operands
 
+    @property
+    def alignment(self) -> int | None:
+        """The `, align N` of a load, store or atomic (after its operands); None without one."""
+        tokens = self.tokens
+        for index in range(len(tokens) - 2):
+            if tokens[index][1] == "," and tokens[index + 1][1] == "align" and tokens[index + 2][1].isdigit():
+                return int(tokens[index + 2][1])
+        return None
+
     def renamed(self, result: str) -> Instruction:
         """This instruction defining `result` instead of its own result."""
         own = self.result

@@ -16,7 +16,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..ir.debug_info import source_location
-from ..ir.lexer import bare_name
+from ..ir.lexer import bare_name, tokenize
 from ..ir.model import Function, Instruction, Module
 from ..ir.reading import parse_source
 from ..ir.types import parse_type
@@ -42,12 +42,16 @@ class Entry:
 @dataclass(frozen=True, slots=True)
 class Access:
     """A memory access through `pointer` (of type `pointer_type`), of `bytes` (a constant, or an IR value
-    given at run time)."""
+    given at run time, of type `bytes_type`); `atomic` for atomics (`atomicrmw`, `cmpxchg`, `load atomic`,
+    `store atomic`); `writes` for the accesses that write (a memcpy's destination, not its source)."""
 
     kind: str
     pointer: str
     pointer_type: str
     bytes: int | str | None
+    atomic: bool = False
+    writes: bool = False
+    bytes_type: str = "i64"
 
 
 _NEVER_INLINED = frozenset({"noinline", "optnone"})
@@ -206,13 +210,16 @@ def _pointer_sources(instruction: Instruction) -> list[str]:
 def accesses(instruction: Instruction) -> list[Access]:
     """The memory accesses an instruction makes: pointer, kind and bytes."""
     opcode = instruction.opcode
-    if opcode in ("load", "store", "atomicrmw", "cmpxchg"):
-        first, second = instruction.operands[:2]
-        if opcode == "load":
-            return [Access("load", second.value, second.type, store_bytes(first.type))]
-        if opcode == "store":
-            return [Access("store", second.value, second.type, store_bytes(first.type))]
-        return [Access("atomic", first.value, first.type, store_bytes(second.type))]
+    if opcode in ("load", "store"):
+        value, pointer = instruction.operands[:2]
+        atomic = any(token == "atomic" for _, token in instruction.tokens[:5])
+        what = f"atomic {opcode}" if atomic else opcode
+        # An atomic's ordering stays in its pointer operand's text: `%p monotonic`.
+        address = tokenize(pointer.value)[0][1] if atomic else pointer.value
+        return [Access(what, address, pointer.type, store_bytes(value.type), atomic, opcode == "store")]
+    if opcode in ("atomicrmw", "cmpxchg"):
+        pointer, value = instruction.operands[:2]
+        return [Access("atomic", pointer.value, pointer.type, store_bytes(value.type), True, True)]
     site = instruction.call() if opcode == "call" else None
     if site is None:
         return []
@@ -220,10 +227,13 @@ def accesses(instruction: Instruction) -> list[Access]:
     kind = next((kind for prefix, kind in _MEMORY_INTRINSICS.items() if name.startswith(prefix + ".")), None)
     if kind is None or len(site.arguments) < 3:
         return []
-    length = site.arguments[2].value
-    size: int | str = int(length) if length.isdigit() else length
+    length = site.arguments[2]
+    size: int | str = int(length.value) if length.value.isdigit() else length.value
     pointers = site.arguments[:1] if kind == "memset" else site.arguments[:2]
-    return [Access(kind, pointer.value, pointer.type, size) for pointer in pointers]
+    return [
+        Access(kind, pointer.value, pointer.type, size, writes=position == 0, bytes_type=length.type)
+        for position, pointer in enumerate(pointers)
+    ]
 
 
 def store_bytes(type_text: str) -> int | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from metadata.formats import C_DIALECT
 from metadata.instrumentation import InstrumentationTable
+from metadata.races import RaceTable
 from metadata.table import FormatTable
 from metadata.validation import ValidationTable
 
@@ -33,6 +34,7 @@ class Options:
     dialect: str = C_DIALECT
     validate: bool = False  # bounds checks on data buffers (SPEC 11)
     instrument: bool = False  # every block counts its entries (SPEC 10)
+    races: bool = False  # data-buffer accesses recorded for races between invocations (SPEC 12)
 
 
 class PassContext:
@@ -48,6 +50,7 @@ class PassContext:
         self.user_data: UserDataBuffers | None = None  # loading the printf buffer from user data, once used
         self.validation: ValidationTable | None = None
         self.instrumentation: InstrumentationTable | None = None
+        self.races: RaceTable | None = None
         self.listing: tuple[tuple[str, int | None], ...] = ()
         self.edits: dict[Block, dict[Instruction, list[Instruction]]] = {}
         self._call_lines: dict[tuple[str, str], tuple[str, list[int]]] = {}

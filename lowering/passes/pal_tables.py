@@ -10,6 +10,7 @@ from metadata.linking import link_tables
 from metadata.table import FormatTable, unpack_document
 
 from ..ir.model import Module
+from ..lowered_module import tables_document
 from .context import PassContext
 
 PAL_METADATA = "!amdgpu.pal.metadata.msgpack"
@@ -22,10 +23,7 @@ def run(context: PassContext) -> None:
         return
     if context.user_data is not None:
         context.table.other_keys[USER_DATA_OFFSET_KEY] = context.user_data.found.user_data_offset
-    extra = {
-        **(context.validation.to_document() if context.validation is not None else {}),
-        **(context.instrumentation.to_document() if context.instrumentation is not None else {}),
-    }
+    extra = tables_document(context.validation, context.instrumentation, context.races)
     try:
         _add_pal_table(context.module, context.table, extra)
     except DprintfError as failure:

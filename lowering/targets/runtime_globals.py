@@ -1,4 +1,4 @@
-"""Module globals that the runtime sets before a launch (SPEC sections 9-11), as a device prepares them.
+"""Module globals that the runtime sets before a launch (SPEC sections 9-12), as a device prepares them.
 
 A module may define such a global or only declare it (`external global`), as a driver's runtime would
 provide it. A JIT or a GPU module loader cannot resolve a declaration, so the device defines each one the
@@ -21,6 +21,7 @@ RESOURCE_TYPE = "ptr addrspace(8)"
 CONSTANT_ADDRESS_SPACE = 4
 CONSTANT_POINTER_TYPE = f"ptr addrspace({CONSTANT_ADDRESS_SPACE})"
 INSTRUMENTATION_BUFFER_GLOBAL = "lgc.instrumentation.buffer"  # the block counters (SPEC 10)
+RACES_SHADOW_GLOBAL = "lgc.races.shadow"  # each data buffer's shadow, `[K x ptr]` (SPEC 12)
 
 
 def define_declared_globals(module: llvm.ModuleRef, names: Iterable[str]) -> None:

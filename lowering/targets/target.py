@@ -55,6 +55,11 @@ class Target:
     little next to a debug printf's stores. `sums_counts_per_warp`: instrumentation's block counts are
     summed over a warp's active lanes and added by one of them (SPEC 10), and `counter_slices` (a power of
     two) copies of the counters take the atomics, each to the copy `counter_copy` picks.
+    `global_address_space`, when set, is where memory the runtime points to with a plain pointer (the
+    shadows of SPEC 12) is accessed: the GPU's global memory rather than the generic address space.
+    `shadow_exchange` records a shadow's slot (two 32-bit maxima, SPEC 12) with one 64-bit
+    compare-exchange loop, which skips the atomic when the slot already holds the access, rather than
+    two atomic max: x86 has no atomic max, and LLVM makes each a compare-exchange loop of its own.
     """
 
     name: str
@@ -69,6 +74,8 @@ class Target:
     sums_counts_per_warp: bool = False
     counter_slices: int = 1
     counter_copy: CounterCopy | None = None
+    global_address_space: int | None = None
+    shadow_exchange: bool = False
 
     @property
     def buffer_type(self) -> str:
@@ -87,6 +94,7 @@ TARGETS: dict[str, Target] = {
             pal_metadata=False,
             counter_slices=64,
             counter_copy=CounterCopy.STACK,
+            shadow_exchange=True,
         ),
         Target(
             "amdpal",
@@ -96,6 +104,7 @@ TARGETS: dict[str, Target] = {
             pal_metadata=True,
             outlines_calls_above=OUTLINED_CALLS_THRESHOLD,
             resource_globals=True,
+            global_address_space=1,
         ),
         Target(
             "nvptx",
@@ -108,6 +117,7 @@ TARGETS: dict[str, Target] = {
             sums_counts_per_warp=True,
             counter_slices=128,  # an H100 has 132 multiprocessors
             counter_copy=CounterCopy.MULTIPROCESSOR,
+            global_address_space=1,
         ),
     )
 }

@@ -4,8 +4,8 @@ The corpus is made fresh: ELFs that `compile` writes for the samples (cpu and am
 buffers that the harness fills by running the samples, and the samples' IR. Each case mutates one of
 them (bytes flipped, dropped, repeated or inserted, dwords set to extremes; for IR, characters, lines
 and numbers changed, format strings given absurd conversions) and runs `inspect`, `decode`, `link`,
-`lower` or `compile` on it in this process (IR sometimes with `--validate`, `--format-dialect vvl` or
-`--instrument`).
+`lower` or `compile` on it in this process (IR sometimes with `--validate`, `--races`, `--format-dialect
+vvl` or `--instrument`).
 A clean outcome is exit 0, 3 (the abort buffer says the device was lost by an abort: `decode`'s status
 for it, with `--json` silent on stderr), or 1 with an `error:` line;
 anything else is a finding: an exception out of the command (a traceback), a failure with no `error:`
@@ -150,7 +150,7 @@ def make_case(material: dict[str, list[Path]], directory: Path, rng: random.Rand
         return argv + (["--json"] if rng.random() < 0.3 else [])
     source = rng.choice(material["ir"])
     path.write_text(mutate_ir(source.read_text(), rng))
-    choices = (["--validate"], ["--format-dialect", "vvl"], ["--instrument"])
+    choices = (["--validate"], ["--races"], ["--format-dialect", "vvl"], ["--instrument"])
     options = [option for option in choices if rng.random() < 0.3]
     if rng.random() < 0.2:
         return [

@@ -22,7 +22,7 @@ from ..process_ends import write_stdout
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_DEVICE_LOST = 3
-EXIT_VALIDATION_ERRORS = 4  # validation found out-of-bounds accesses (SPEC 11)
+EXIT_VALIDATION_ERRORS = 4  # validation found out-of-bounds accesses (SPEC 11) or races (SPEC 12)
 
 
 class InputError(DprintfError):

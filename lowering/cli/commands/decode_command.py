@@ -6,7 +6,9 @@ exits with status 3. When an ELF carries validation sites (SPEC 11), their recor
 output and reported as one `error:` line a site, with exit status 4. `--json` prints one JSON document
 instead (see `document`). With `--instrumentation-buffer` (SPEC 10), the profile of the counters dump
 follows the output, as `dprintf profile` shows it (in the JSON document, under `instrumentation`);
-without a printf BUFFER, the profile alone.
+without a printf BUFFER, the profile alone. With `--races-shadow` (SPEC 12), the races the shadow dumps
+recorded, by the `amdpal.races` table of the ELF that has one: one `error:` line a buffer, kind and
+pair of sites, exit status 4 (in the JSON document, under `races`).
 """
 
 from __future__ import annotations
@@ -15,15 +17,18 @@ import argparse
 import json
 import os
 from collections.abc import Generator, Sequence
+from pathlib import Path
 from typing import Any
 
 from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.decoding.buffer_region import Issue
 from metadata.decoding.json_entries import DOCUMENT_TERMINATOR, LINE_TERMINATOR, json_values
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
+from metadata.decoding.race_shadow import RaceReport, race_reports, read_shadows
 from metadata.elf_notes import read_document
 from metadata.instrumentation import INSTRUMENTATION_KEY, InstrumentationError, InstrumentationTable
 from metadata.linking import FormatRegistry
+from metadata.races import RACES_KEY, SHADOW_HEADER, RaceTable
 from metadata.reports.profile import Profile
 from metadata.validation import (
     SITE_RECORD_DWORDS,
@@ -34,6 +39,7 @@ from metadata.validation import (
     split_decoding,
 )
 
+from ...devices.device import Image
 from ..process_ends import write_stdout
 from . import EXIT_DEVICE_LOST, EXIT_OK, EXIT_VALIDATION_ERRORS, InputError, error, read_bytes, warn
 from .profile_output import write_profile
@@ -49,12 +55,18 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"only one of {' and '.join(from_stdin)} can be read from stdin")
     elves = [(path, read_bytes(path)) for path in args.elf]
     profile = _profile(elves, args.instrumentation_buffer) if args.instrumentation_buffer else None
+    races, warnings = _races(elves, args.races_shadow) if args.races_shadow else (None, [])
     if args.buffer is None:
-        if profile is None:
-            raise InputError("nothing to decode: give a printf BUFFER, --instrumentation-buffer, or both")
-        write_profile(profile, args, (), os.getcwd())
-        return EXIT_OK
-    status = _decode(args, elves, profile)
+        if profile is None and races is None:
+            raise InputError(
+                "nothing to decode: give a printf BUFFER, --instrumentation-buffer or --races-shadow"
+            )
+        if races is None:
+            assert profile is not None
+            write_profile(profile, args, (), os.getcwd())
+            return EXIT_OK
+        return _report_races_alone(args, races, warnings, profile)
+    status = _decode(args, elves, profile, races, warnings)
     if profile is not None:
         write_profile(profile, args, (), os.getcwd(), on_stdout=not (args.json or args.json_lines))
     return status
@@ -80,10 +92,90 @@ def _profile(elves: list[tuple[str, bytes]], path: str) -> Profile:
         raise InputError(f"{path} with the table of {name}: {failure}") from None
 
 
-def _decode(args: argparse.Namespace, elves: list[tuple[str, bytes]], profile: Profile | None) -> int:
-    """Decode the printf and abort dumps, write their output; the exit status."""
+def _races(elves: list[tuple[str, bytes]], paths: list[str]) -> tuple[list[RaceReport], list[str]]:
+    """The races of the shadow dumps at `paths` (files, or directories of `races<N>.bin`), with the races
+    table of the ELFs (one of them must have it); and a warning for each buffer with no shadow given."""
+    tables = [
+        (name, table)
+        for name, elf in elves
+        if (table := RaceTable.from_document(read_document(elf, source=name))) is not None
+    ]
+    if len(tables) != 1:
+        found = "none has" if not tables else f"{len(tables)} have ({', '.join(name for name, _ in tables)})"
+        raise InputError(f"--races-shadow needs one ELF with an {RACES_KEY} table: {found}")
+    name, table = tables[0]
+    dumps = [(path, read_bytes(path)) for path in _shadow_files(paths)]
+    shadows = read_shadows(table, dumps)
+    given = {shadow.buffer.buffer for shadow in shadows}
+    warnings = [
+        f"{name} records buffer {buffer.buffer} ({buffer.name}), whose shadow is not given: its races "
+        "are not reported"
+        for buffer in table.buffers
+        if buffer.buffer not in given
+    ]
+    return race_reports(table, shadows), warnings
+
+
+def _shadow_files(paths: list[str]) -> list[str]:
+    """The shadow dumps: each file given, and each directory's `races<N>.bin` in the order of N."""
+    files = []
+    for path in paths:
+        if not os.path.isdir(path):
+            files.append(path)
+            continue
+        found = [entry for entry in Path(path).iterdir() if _shadow_number(entry.name) is not None]
+        if not found:
+            raise InputError(f"{path} holds no shadow dump (races<N>.bin)")
+        files += [str(entry) for entry in sorted(found, key=lambda entry: _shadow_number(entry.name) or 0)]
+    return files
+
+
+def _shadow_number(name: str) -> int | None:
+    """N of `races<N>.bin`; None for another name."""
+    number = name.removeprefix("races").removesuffix(".bin")
+    return int(number) if name.startswith("races") and name.endswith(".bin") and number.isdigit() else None
+
+
+def race_dump_name(shadow: Image) -> str:
+    """The file a shadow is dumped to: `races<N>.bin`, N its buffer's position (from its header)."""
+    return f"races{SHADOW_HEADER.unpack_from(shadow)[1]}.bin"
+
+
+def _report_races_alone(
+    args: argparse.Namespace, races: list[RaceReport], warnings: list[str], profile: Profile | None
+) -> int:
+    """The races (and the profile) of dumps without a printf buffer; the exit status. The JSON document
+    is `{"races", "warnings", "exit_status"}`, with `instrumentation` for a profile."""
+    status = EXIT_VALIDATION_ERRORS if races else EXIT_OK
+    if args.json or args.json_lines:
+        document: dict[str, Any] = {
+            "races": [race.to_document() for race in races],
+            "warnings": warnings,
+            "exit_status": status,
+        }
+        if profile is not None:
+            document["instrumentation"] = profile.to_document()
+        _write(json.dumps(document, allow_nan=False) + "\n")
+        return status
+    if profile is not None:
+        write_profile(profile, args, (), os.getcwd())
+    for message in warnings:
+        warn(message)
+    report_races(races)
+    return status
+
+
+def _decode(
+    args: argparse.Namespace,
+    elves: list[tuple[str, bytes]],
+    profile: Profile | None,
+    races: list[RaceReport] | None,
+    race_warnings: list[str],
+) -> int:
+    """Decode the printf and abort dumps, write their output, with the races of the shadows (None when
+    none were given); the exit status."""
     registry = FormatRegistry()
-    warnings = [message for path, elf in elves for message in registry.load_elf(elf, path)]
+    warnings = [message for path, elf in elves for message in registry.load_elf(elf, path)] + race_warnings
     validation = _validation_table(elves)
     printf = decode_printf_buffer(
         read_bytes(args.buffer), CombinedLookup(registry, validation), capacity=args.capacity
@@ -91,10 +183,10 @@ def _decode(args: argparse.Namespace, elves: list[tuple[str, bytes]], profile: P
     printf, sites = split_decoding(printf, validation)
     aborts = decode_abort_buffer(read_bytes(args.abort_buffer), registry) if args.abort_buffer else None
     status = EXIT_DEVICE_LOST if aborts is not None and aborts.device_lost else EXIT_OK
-    if sites and status == EXIT_OK:
+    if (sites or races) and status == EXIT_OK:
         status = EXIT_VALIDATION_ERRORS
     if args.json or args.json_lines:
-        report = summary(printf, aborts, warnings, status, sites if validation.sites else None)
+        report = summary(printf, aborts, warnings, status, sites if validation.sites else None, races)
         if profile is not None:
             report["instrumentation"] = profile.to_document()
         write_json(report, printf, lines=args.json_lines)
@@ -106,6 +198,7 @@ def _decode(args: argparse.Namespace, elves: list[tuple[str, bytes]], profile: P
     if aborts is not None:
         report_aborts(aborts)
     report_validation(sites, printf)
+    report_races(races or ())
     return status
 
 
@@ -130,6 +223,12 @@ def report_validation(sites: Sequence[SiteReport], printf: PrintfDecoding) -> No
             "check(s) did not fit: the counts above are lower bounds, and a site whose every record was "
             "dropped is not shown (a larger --buffer-size keeps them all)"
         )
+
+
+def report_races(races: Sequence[RaceReport]) -> None:
+    """One `error:` line a buffer, kind and pair of sites that raced (SPEC 12)."""
+    for race in races:
+        error(race.line())
 
 
 def write_text(printf: PrintfDecoding) -> None:
@@ -187,10 +286,11 @@ def summary(
     warnings: list[str],
     status: int,
     sites: Sequence[SiteReport] | None = None,
+    races: Sequence[RaceReport] | None = None,
 ) -> dict[str, Any]:
     """The `--json` document with ENTRIES in place of the printf entries: the buffer's figures and
     issues, the abort messages, warnings, exit status; with validation sites (`sites` not None), those
-    that recorded errors."""
+    that recorded errors; with races recorded (`races` not None), the races."""
     found: dict[str, Any] = {
         "printf": {
             "buffer_offset": printf.buffer_offset,
@@ -207,6 +307,8 @@ def summary(
     }
     if sites is not None:
         found["validation"] = [_site_document(site) for site in sites]
+    if races is not None:
+        found["races"] = [race.to_document() for race in races]
     return found
 
 

@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
             validate=args.validate,
             dialect=args.format_dialect,
             instrument=args.instrument,
+            races=args.races,
         )
     except LoweringError as failure:
         return report(failure)

@@ -20,7 +20,7 @@ from .run_command import EXIT_STATUS, STDIN, report_device, run_input
 
 
 def run(args: argparse.Namespace) -> int:
-    result = run_input(args, validate=False, instrument=True)
+    result = run_input(args, validate=False, instrument=True, races=False)
     for message in result.lowering_warnings:
         warn(message)
     sys.stderr.write(result.text())

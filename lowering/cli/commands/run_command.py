@@ -7,8 +7,9 @@ abort message as `error: device lost: shader abort: <text>`, and a device lost o
 repeated as a warning when it was the only one). Exit status: 0 when every invocation returned, 3 when
 the device was lost by an abort, 1 when it was lost otherwise (the lowered code crashed, or ran past
 `--timeout`) and for bad input, 4 when `--validate` found out-of-bounds accesses (one `error:` line a
-check site). With `--instrument`, the profile's report follows on stderr (`dprintf profile` shows it
-on stdout, with its listings), and `--dump-buffers` writes the counters too. `--json` prints one JSON
+check site) or `--races` races (one `error:` line a buffer, kind and pair of sites). With
+`--instrument`, the profile's report follows on stderr (`dprintf profile` shows it on stdout, with its
+listings), and `--dump-buffers` writes the counters too; with `--races`, the shadows. `--json` prints one JSON
 document instead (the profile under `instrumentation`), and nothing on stderr (see
 `run_document`).
 """
@@ -37,7 +38,16 @@ from . import (
     warn,
     write_output,
 )
-from .decode_command import report_aborts, report_printf, report_validation, summary, write_json, write_text
+from .decode_command import (
+    race_dump_name,
+    report_aborts,
+    report_printf,
+    report_races,
+    report_validation,
+    summary,
+    write_json,
+    write_text,
+)
 
 STDIN = "-"
 INSTRUMENTATION_DUMP = "instrumentation.bin"  # beside the data buffers, for `dprintf decode`
@@ -51,14 +61,16 @@ EXIT_STATUS = {
 
 
 def run(args: argparse.Namespace) -> int:
-    result = run_input(args, validate=args.validate, instrument=args.instrument)
+    result = run_input(args, validate=args.validate, instrument=args.instrument, races=args.races)
     if args.dump_buffers is not None:
         dump_buffers(args.dump_buffers, result.data_buffers)
         if result.profile is not None:
             path = os.path.join(args.dump_buffers, INSTRUMENTATION_DUMP)
             write_output(path, result.profile.table.buffer(result.profile.counts))
+        for shadow in result.race_shadows:
+            write_output(os.path.join(args.dump_buffers, race_dump_name(shadow)), bytes(shadow))
     status = EXIT_STATUS[result.ending]
-    if result.validation and status == EXIT_OK:  # None without --validate
+    if (result.validation or result.races) and status == EXIT_OK:  # None without --validate, --races
         status = EXIT_VALIDATION_ERRORS
     if args.json or args.json_lines:
         report = run_summary(result, status)
@@ -72,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         report_printf(result.printf)
         report_aborts(result.abort)
         report_validation(result.validation or (), result.printf)
+        report_races(result.races or ())
         for message in result.guard_issues:
             warn(message)
         report_device(result)
@@ -82,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def run_input(args: argparse.Namespace, *, validate: bool, instrument: bool) -> RunResult:
+def run_input(args: argparse.Namespace, *, validate: bool, instrument: bool, races: bool) -> RunResult:
     """Lower and run the command's IN.ll with its run options (entry, invocations, buffers, device)."""
     source = Source("<stdin>" if args.input == STDIN else args.input, read_text(args.input))
     return run_sources(
@@ -98,6 +111,7 @@ def run_input(args: argparse.Namespace, *, validate: bool, instrument: bool) -> 
         validate=validate,
         dialect=args.format_dialect,
         instrument=instrument,
+        races=races,
     )
 
 
@@ -134,7 +148,9 @@ def report_device(result: RunResult) -> None:
 
 def run_summary(result: RunResult, status: int) -> dict[str, Any]:
     """`dprintf decode`'s summary, with `warnings` the stores past a capacity, and how the device ended."""
-    report = summary(result.printf, result.abort, result.guard_issues, status, result.validation)
+    report = summary(
+        result.printf, result.abort, result.guard_issues, status, result.validation, result.races
+    )
     report["device"] = {
         "name": result.device,
         "outcome": result.ending.value,

@@ -1,0 +1,327 @@
+"""Synchronization validation (SPEC section 12): every access to a data buffer that can race recorded
+into the buffer's shadow memory, which the driver reads back for the report
+(`metadata.decoding.race_shadow`; the layout is `metadata.races`'s).
+
+Accesses are attributed to data buffers as validation attributes them (`buffer_accesses`, after
+inlining into the entries). A buffer that no site writes, plainly or atomically, cannot race: its
+accesses are not recorded and it has no shadow. Every other access becomes, right after it,
+
+    call @races.word(shadow rows, words, buffer, pointer, invocation << site_bits, site, row)
+
+(`@races.range` for an access that may span words: memcpy, memmove, memset, an access wider or less
+aligned than a word), whose inlined body finds the words the access touches, leaves out those outside
+the buffer, and makes two 32-bit atomic max per word into the row of its class: the least and the
+greatest packed (invocation, site) of the word (on a target without atomic max, `Target.shadow_exchange`,
+one 64-bit compare-exchange does both). Each entry loads the shadows' addresses from
+`@lgc.races.shadow` (`[K x ptr]`, which the runtime sets) and each buffer's size from its shadow's
+header once, at its start.
+
+The pass runs after validation's, so that a checked access's record is inside the block that runs only
+when the check passes: an access out of bounds is skipped and not recorded.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from metadata.races import ATOMIC, CLASSES, READ, SHADOW_HEADER, WRITE, RaceSite, RaceTable, ShadowBuffer
+from metadata.validation import Site, Unchecked
+
+from ..ir.lexer import global_name
+from ..ir.model import Block, Function, Instruction, Module
+from ..targets.runtime_globals import RACES_SHADOW_GLOBAL
+from ..targets.target import Target
+from .buffer_accesses import Access, Entry, accesses, derivations, entries, source_of
+from .context import RUNTIME_BUFFER_TYPE, PassContext
+
+_WORD_SHIFT = 2  # 4-byte words
+_ONE_WORD_BYTES = frozenset({1, 2, 4})  # sizes that stay inside one word when aligned to themselves
+
+
+def run(context: PassContext) -> None:
+    """Record every data-buffer access that can race into its buffer's shadow; the table goes to the
+    context."""
+    context.races = record(context.module, context.target, context.prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """An attributed access: its function, block and instruction, its entry, buffer and class."""
+
+    function: Function
+    block: Block
+    instruction: Instruction
+    entry: Entry
+    access: Access
+    buffer: int
+    access_class: str
+
+
+def record(module: Module, target: Target, prefix: str) -> RaceTable:
+    """Record the accesses of `module`'s entries that can race (see the module docstring); the table.
+    Names it adds start with `prefix`."""
+    found, unrecorded = _find(module)
+    buffers = _shadowed(found)
+    recorded = [item for item in found if item.buffer in buffers]
+    sites = tuple(_site(module, number, item) for number, item in enumerate(recorded))
+    table = RaceTable(
+        sites,
+        tuple(buffers.values()),
+        max(len(sites) - 1, 0).bit_length(),
+        tuple(Unchecked(function, source, count) for (function, source), count in unrecorded.items()),
+    )
+    if recorded:
+        count = max(len(item.entry.data_buffers) for item in found)  # K of `[K x ptr]`
+        _Recording(module, target, prefix, table, count).add(recorded)
+    return table
+
+
+def _find(module: Module) -> tuple[list[_Found], Counter[tuple[str, str | None]]]:
+    """Every data-buffer access of the entries, attributed; and the buffer-space accesses no data
+    buffer explains (in a function still called, through a pointer loaded from memory, mixing buffers,
+    of a size not known), by function and source."""
+    by_name = {entry.function.name: entry for entry in entries(module, RUNTIME_BUFFER_TYPE)}
+    references = module.reference_counts()
+    found: list[_Found] = []
+    unrecorded: Counter[tuple[str, str | None]] = Counter()
+    for function in module.definitions():
+        entry = by_name.get(function.name)
+        if entry is None and references[function.name] <= 1:
+            continue  # called from nowhere (inlined everywhere): its copies are recorded
+        roots = derivations(function, entry) if entry is not None else {}
+        for block, instruction in function.instructions():
+            for access in accesses(instruction):
+                if access.pointer_type != RUNTIME_BUFFER_TYPE:
+                    continue
+                root = roots.get(access.pointer)
+                if entry is None or root is None or access.bytes is None:
+                    unrecorded[function.name, source_of(module, instruction)] += 1
+                    continue
+                access_class = ATOMIC if access.atomic else WRITE if access.writes else READ
+                found.append(_Found(function, block, instruction, entry, access, root, access_class))
+    return found, unrecorded
+
+
+def _shadowed(found: list[_Found]) -> dict[int, ShadowBuffer]:
+    """The buffers that some site writes or accesses atomically, by position, with the classes their
+    sites have (over every entry)."""
+    classes: dict[int, set[str]] = {}
+    names: dict[int, str] = {}
+    for item in found:
+        classes.setdefault(item.buffer, set()).add(item.access_class)
+        names.setdefault(item.buffer, item.entry.data_buffers[item.buffer])
+    return {
+        buffer: ShadowBuffer(
+            buffer, names[buffer], tuple(name for name in CLASSES if name in classes[buffer])
+        )
+        for buffer in sorted(classes)
+        if classes[buffer] & {WRITE, ATOMIC}
+    }
+
+
+def _site(module: Module, number: int, item: _Found) -> RaceSite:
+    access = item.access
+    size = access.bytes if isinstance(access.bytes, int) else None
+    name = item.entry.data_buffers[item.buffer]
+    source = source_of(module, item.instruction)
+    site = Site(number, access.kind, size, item.buffer, name, item.function.name, source)
+    return RaceSite(site, item.access_class)
+
+
+class _Recording:
+    """The records of one module: its entries' prologues, a call after each recorded access, the
+    helpers and the runtime global."""
+
+    def __init__(self, module: Module, target: Target, prefix: str, table: RaceTable, count: int) -> None:
+        self.module = module
+        self.table = table
+        self.names = f"{prefix}races."
+        space = target.global_address_space
+        self.shadow_type = f"ptr addrspace({space})" if space is not None else "ptr"
+        self.exchange = target.shadow_exchange
+        self.count = count
+
+    def add(self, recorded: list[_Found]) -> None:
+        by_function: dict[str, list[tuple[int, _Found]]] = {}
+        for number, item in enumerate(recorded):
+            by_function.setdefault(item.function.name, []).append((number, item))
+        for items in by_function.values():
+            self._record_in(items[0][1].function, items[0][1].entry, items)
+        if RACES_SHADOW_GLOBAL not in self.module.globals:
+            self.module.add_global(
+                f"{global_name(RACES_SHADOW_GLOBAL)} = external global [{self.count} x ptr]"
+            )
+        for declaration in (
+            "i64 @llvm.smax.i64(i64, i64)",
+            "i64 @llvm.smin.i64(i64, i64)",
+            "i32 @llvm.umax.i32(i32, i32)",
+        ):
+            self.module.add_declaration(f"declare {declaration}")
+        for helper in _helpers(self.names, self.shadow_type, self.exchange):
+            self.module.add_function(helper)
+
+    def _record_in(self, function: Function, entry: Entry, items: list[tuple[int, _Found]]) -> None:
+        """The entry's prologue, then a record after each of its recorded accesses."""
+        assert function.blocks is not None
+        used = sorted({item.buffer for _, item in items})
+        function.blocks[0].instructions[:0] = self._prologue(entry, used)
+        # A call that may be inlined needs a `!dbg` in a function with debug information: the access's,
+        # else any of the function's.
+        fallback = next(
+            (
+                node
+                for _, instruction in function.instructions()
+                if (node := instruction.debug_node) is not None
+            ),
+            None,
+        )
+        edits: dict[Block, dict[Instruction, list[Instruction]]] = {}
+        for number, item in items:
+            instruction = item.instruction
+            node = instruction.debug_node if instruction.debug_node is not None else fallback
+            debug = f", !dbg !{node}" if node is not None else ""
+            edits.setdefault(item.block, {}).setdefault(instruction, [instruction])
+            edits[item.block][instruction] += self._record(number, item, debug)
+        for block, replacements in edits.items():
+            block.rewrite(replacements)
+
+    def _prologue(self, entry: Entry, buffers: list[int]) -> list[Instruction]:
+        """Each buffer's shadow (its rows, after the header) and words, and the invocation's part of a
+        packed value."""
+        names, shadow_type = self.names, self.shadow_type
+        lines = [f"%{names}who = shl i32 {entry.invocation}, {self.table.site_bits}"]
+        for k in buffers:
+            at, shadow = f"%{names}at{k}", f"%{names}shadow{k}"
+            global_ = global_name(RACES_SHADOW_GLOBAL)
+            lines.append(f"{at} = getelementptr [{self.count} x ptr], ptr {global_}, i64 0, i64 {k}")
+            if shadow_type == "ptr":
+                lines.append(f"{shadow} = load ptr, ptr {at}, align 8")
+            else:
+                lines.append(f"{shadow}.any = load ptr, ptr {at}, align 8")
+                lines.append(f"{shadow} = addrspacecast ptr {shadow}.any to {shadow_type}")
+            lines += [
+                f"%{names}bytes{k} = load i64, {shadow_type} {shadow}, align 8",
+                f"%{names}bytes{k}.up = add i64 %{names}bytes{k}, 3",
+                f"%{names}words{k} = lshr i64 %{names}bytes{k}.up, {_WORD_SHIFT}",
+                f"%{names}rows{k} = getelementptr i8, {shadow_type} {shadow}, i64 {SHADOW_HEADER.size}",
+            ]
+        return [Instruction(line) for line in lines]
+
+    def _record(self, number: int, item: _Found, debug: str) -> list[Instruction]:
+        """The call that records one access of site `number`."""
+        names, access = self.names, item.access
+        k = item.buffer
+        shadow = self.table.buffer(k)
+        assert shadow is not None
+        row = shadow.classes.index(item.access_class)
+        where = (
+            f"{self.shadow_type} %{names}rows{k}, i64 %{names}words{k}, {RUNTIME_BUFFER_TYPE} "
+            f"{item.entry.data_buffers[k]}, {RUNTIME_BUFFER_TYPE} {access.pointer}"
+        )
+        who = f"i32 %{names}who, i32 {number}, i64 {row}"
+        alignment = item.instruction.alignment or 1
+        if isinstance(access.bytes, int) and access.bytes in _ONE_WORD_BYTES and alignment >= access.bytes:
+            return [Instruction(f"call void @{names}word({where}, {who}){debug}")]
+        lines = []
+        size = str(access.bytes)
+        if isinstance(access.bytes, str) and access.bytes_type != "i64":
+            size = f"%{names}bytes.{number}"
+            lines.append(Instruction(f"{size} = zext {access.bytes_type} {access.bytes} to i64"))
+        lines.append(Instruction(f"call void @{names}range({where}, i64 {size}, {who}){debug}"))
+        return lines
+
+
+def _maxima(shadow: str) -> str:
+    """The slot's two maxima, each by an atomic max."""
+    return f"""  %least = getelementptr [2 x i32], {shadow} %rows, i64 %slot, i64 0
+  %greatest = getelementptr [2 x i32], {shadow} %rows, i64 %slot, i64 1
+  %was.least = atomicrmw umax {shadow} %least, i32 %not monotonic, align 4
+  %was.greatest = atomicrmw umax {shadow} %greatest, i32 %packed monotonic, align 4
+  ret void"""
+
+
+def _exchange(shadow: str) -> str:
+    """The slot's two maxima as one 64-bit value (notLeast the low half), by compare-exchange; no atomic
+    when the slot already holds them."""
+    return f"""  %at = getelementptr i64, {shadow} %rows, i64 %slot
+  %first = load atomic i64, {shadow} %at monotonic, align 8
+  br label %try
+try:
+  %old = phi i64 [ %first, %entry ], [ %seen, %retry ]
+  %old.least = trunc i64 %old to i32
+  %old.upper = lshr i64 %old, 32
+  %old.greatest = trunc i64 %old.upper to i32
+  %least = call i32 @llvm.umax.i32(i32 %old.least, i32 %not)
+  %greatest = call i32 @llvm.umax.i32(i32 %old.greatest, i32 %packed)
+  %least.wide = zext i32 %least to i64
+  %greatest.wide = zext i32 %greatest to i64
+  %greatest.upper = shl i64 %greatest.wide, 32
+  %new = or i64 %greatest.upper, %least.wide
+  %same = icmp eq i64 %new, %old
+  br i1 %same, label %done, label %retry
+retry:
+  %pair = cmpxchg {shadow} %at, i64 %old, i64 %new monotonic monotonic, align 8
+  %seen = extractvalue {{ i64, i1 }} %pair, 0
+  %swapped = extractvalue {{ i64, i1 }} %pair, 1
+  br i1 %swapped, label %done, label %try
+done:
+  ret void"""
+
+
+def _helpers(names: str, shadow: str, exchange: bool) -> list[str]:
+    """The `alwaysinline` helpers the records call: `mark` (the two maxima of one word's slot: two atomic
+    max, or with `exchange` one compare-exchange loop), `word` (an access inside one word) and `range`
+    (an access over a range of bytes)."""
+    buffer = RUNTIME_BUFFER_TYPE
+    where = f"{shadow} %rows, i64 %words, {buffer} %base, {buffer} %pointer"
+    who = "i32 %who, i32 %site, i64 %row"
+    offset = f"""  %address = ptrtoint {buffer} %pointer to i64
+  %start = ptrtoint {buffer} %base to i64
+  %offset = sub i64 %address, %start"""
+    mark = f"call void @{names}mark({shadow} %rows, i64 %words, i64 %word, {who})"
+    return [
+        f"""define internal void @{names}mark({shadow} %rows, i64 %words, i64 %word, {who}) alwaysinline {{
+entry:
+  %packed = or i32 %who, %site
+  %not = xor i32 %packed, -1
+  %row.start = mul i64 %row, %words
+  %slot = add i64 %row.start, %word
+{_exchange(shadow) if exchange else _maxima(shadow)}
+}}""",
+        f"""define internal void @{names}word({where}, {who}) alwaysinline {{
+entry:
+{offset}
+  %word = lshr i64 %offset, {_WORD_SHIFT}
+  %inside = icmp ult i64 %word, %words
+  br i1 %inside, label %record, label %done
+record:
+  {mark}
+  br label %done
+done:
+  ret void
+}}""",
+        f"""define internal void @{names}range({where}, i64 %bytes, {who}) alwaysinline {{
+entry:
+{offset}
+  %last = add i64 %offset, %bytes
+  %last.byte = sub i64 %last, 1
+  %first.word = ashr i64 %offset, {_WORD_SHIFT}
+  %last.word = ashr i64 %last.byte, {_WORD_SHIFT}
+  %end.word = add i64 %last.word, 1
+  %low = call i64 @llvm.smax.i64(i64 %first.word, i64 0)
+  %high = call i64 @llvm.smin.i64(i64 %end.word, i64 %words)
+  %some = icmp ne i64 %bytes, 0
+  %inside = icmp slt i64 %low, %high
+  %any = and i1 %some, %inside
+  br i1 %any, label %loop, label %done
+loop:
+  %word = phi i64 [ %low, %entry ], [ %next, %loop ]
+  {mark}
+  %next = add i64 %word, 1
+  %more = icmp slt i64 %next, %high
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}""",
+    ]

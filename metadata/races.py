@@ -1,0 +1,163 @@
+"""Synchronization validation, the contract (SPEC section 12): the `amdpal.races` table of recorded
+sites and the layout of the shadow memory the device records accesses into.
+
+The agents are the invocations of one dispatch. Two accesses to the same word of a data buffer by
+different invocations race when one of them is a plain (non-atomic) write (write-racing-write,
+read-racing-write) or when one is atomic and the other plain (atomic-racing-plain).
+
+The shadow of a data buffer of B bytes (W = ceil(B / 4) words), which the runtime allocates zeroed and
+points `@lgc.races.shadow[k]` at, is
+
+    struct { u64 bufferBytes; u32 buffer; u32 classes; } header;   // written by the runtime
+    struct { u32 notLeast; u32 greatest; } slots[C][W];            // one row per class recorded
+
+with one row per access class the buffer records, in `CLASSES` order (`classes` is their bit mask).
+Each access of an invocation to a word packs `packed = invocation << site_bits | site` and makes two
+32-bit atomic max: `notLeast = max(notLeast, ~packed)` and `greatest = max(greatest, packed)`. So a
+slot holds the least and the greatest (invocation, site) of its class, whatever the order the
+accesses came in: the report depends on the set of accesses only, never on the schedule. A slot whose
+`notLeast` is 0 saw no access (`packed` never reaches 2^32 - 1: `max_invocations`).
+
+8 bytes of shadow a class and word: 2 bytes per data byte and class. Only buffers with a site that
+writes or is atomic have a shadow (a buffer only ever read cannot race); a buffer records only the
+classes its sites have.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DprintfError
+from .validation import Site, Unchecked
+
+RACES_KEY = "amdpal.races"
+VERSION = 1
+WRITE, READ, ATOMIC = "write", "read", "atomic"
+CLASSES = (WRITE, READ, ATOMIC)  # the access classes, in the order of a shadow's rows
+SHADOW_HEADER = struct.Struct("<QII")  # bufferBytes, buffer (its position), classes (a mask of CLASSES)
+SLOT_BYTES = 8  # u32 notLeast, u32 greatest
+WORD_BYTES = 4
+PACKED_LIMIT = (1 << 32) - 2  # the greatest packed (invocation, site): ~packed must not be 0
+_RANGE_KINDS = frozenset({"memcpy", "memmove"})  # a site reads or writes a range: its class says which
+
+
+class ShadowError(DprintfError):
+    """A shadow dump that does not have the layout the table gives it."""
+
+
+def class_mask(classes: tuple[str, ...]) -> int:
+    return sum(1 << CLASSES.index(name) for name in classes)
+
+
+def shadow_words(buffer_bytes: int) -> int:
+    return -(-buffer_bytes // WORD_BYTES)
+
+
+@dataclass(frozen=True, slots=True)
+class RaceSite:
+    """A recorded access: the site as validation's (SPEC 11; its `index` is the number packed into the
+    shadow) and its access class (`write`, `read`, `atomic`)."""
+
+    site: Site
+    access: str
+
+    def to_map(self) -> dict[str, Any]:
+        return {**self.site.to_map(), ".access": self.access}
+
+    @classmethod
+    def from_map(cls, found: dict[str, Any]) -> RaceSite:
+        return cls(Site.from_map(found), found[".access"])
+
+    def describe(self) -> str:
+        """`store in @main at k.c:12:5`; a memcpy's read and write are told apart."""
+        kind = self.site.kind
+        what = f"{kind} {self.access}" if kind in _RANGE_KINDS else kind
+        return f"{what} in {self.site.where()}"
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowBuffer:
+    """A data buffer with a shadow: its position among the entry's data buffers, its IR name and the
+    classes of access its shadow records (its rows, in CLASSES order)."""
+
+    buffer: int
+    name: str
+    classes: tuple[str, ...]
+
+    @property
+    def mask(self) -> int:
+        return class_mask(self.classes)
+
+    def shadow_bytes(self, buffer_bytes: int) -> int:
+        """The bytes of the shadow of a `buffer_bytes`-byte data buffer, its header included."""
+        return SHADOW_HEADER.size + len(self.classes) * shadow_words(buffer_bytes) * SLOT_BYTES
+
+    def header(self, buffer_bytes: int) -> bytes:
+        """The header the runtime writes at the start of the shadow."""
+        return SHADOW_HEADER.pack(buffer_bytes, self.buffer, self.mask)
+
+    def to_map(self) -> dict[str, Any]:
+        return {".buffer": self.buffer, ".name": self.name, ".classes": list(self.classes)}
+
+    @classmethod
+    def from_map(cls, found: dict[str, Any]) -> ShadowBuffer:
+        classes = tuple(found[".classes"])
+        if not set(classes) <= set(CLASSES) or list(classes) != sorted(classes, key=CLASSES.index):
+            raise ShadowError(f"{RACES_KEY}: buffer {found['.buffer']} has classes {list(classes)}")
+        return cls(found[".buffer"], found[".name"], classes)
+
+
+@dataclass(frozen=True)
+class RaceTable:
+    """The `amdpal.races` document: the recorded sites, the buffers with a shadow, the bits of a site
+    number in a packed value, and the accesses that could not be attributed to a data buffer."""
+
+    sites: tuple[RaceSite, ...] = ()
+    buffers: tuple[ShadowBuffer, ...] = ()
+    site_bits: int = 0
+    unrecorded: tuple[Unchecked, ...] = ()
+
+    @property
+    def max_invocations(self) -> int:
+        """The most invocations whose every packed (invocation, site) stays within PACKED_LIMIT."""
+        greatest_site = max(len(self.sites) - 1, 0)
+        return ((PACKED_LIMIT - greatest_site) >> self.site_bits) + 1
+
+    def buffer(self, position: int) -> ShadowBuffer | None:
+        return next((buffer for buffer in self.buffers if buffer.buffer == position), None)
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            RACES_KEY: {
+                ".version": VERSION,
+                ".site_bits": self.site_bits,
+                ".buffers": [buffer.to_map() for buffer in self.buffers],
+                ".sites": [site.to_map() for site in self.sites],
+                ".unrecorded": [item.to_map() for item in self.unrecorded],
+            }
+        }
+
+    @classmethod
+    def from_document(cls, document: dict[str, Any]) -> RaceTable | None:
+        """The table of a metadata document; None without one; ShadowError for one of another shape."""
+        found = document.get(RACES_KEY)
+        if found is None:
+            return None
+        try:
+            sites = tuple(RaceSite.from_map(site) for site in found.get(".sites", []))
+            table = cls(
+                sites,
+                tuple(ShadowBuffer.from_map(buffer) for buffer in found.get(".buffers", [])),
+                int(found.get(".site_bits", 0)),
+                tuple(
+                    Unchecked(item[".function"], item.get(".source"), item[".count"])
+                    for item in found.get(".unrecorded", [])
+                ),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as failure:
+            raise ShadowError(f"{RACES_KEY} is not a table of SPEC 12: {failure!r}") from None
+        if [site.site.index for site in sites] != list(range(len(sites))):
+            raise ShadowError(f"{RACES_KEY}: the sites are not numbered 0, 1, ... in order")
+        return table
