@@ -3,7 +3,7 @@
     link the inputs (parse, verify, set the target's triple and data layout)
     -> calling conventions the target's code generator cannot lower (`passes.calling_conventions`)
     -> every printf and abort call replaced by a call to its helper (`passes.printf_abort`)
-    -> [validate] every data-buffer access checked (`passes.validation`)
+    -> [validate] the checks of its classes (`passes.validation`)
     -> the helpers defined, the tables added (`passes.helpers`, `passes.pal_tables`)
     -> parse, verify and inline the helpers once
     -> [instrument] every block counting its entries (`passes.instrumentation`), then the tables
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import llvmlite.binding as llvm
 
 from metadata.formats import C_DIALECT
+from metadata.validation import checks_of
 
 from .ir.diagnostics import Diagnostic, LoweringError
 from .ir.lexer import rewrite_address_space
@@ -45,17 +46,17 @@ def lower_sources(
     sources: Sequence[Source],
     target: str | Target = "cpu",
     *,
-    validate: bool = False,
+    validate: bool | str | Iterable[str] = False,
     dialect: str = C_DIALECT,
     instrument: bool = False,
 ) -> LoweredModule:
     """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
-    of one), reading format strings in `dialect` (SPEC 9); with `validate` check every data-buffer
-    access (SPEC 11), with `instrument` count every block's entries (SPEC 10); LoweringError for bad
-    input."""
+    of one), reading format strings in `dialect` (SPEC 9); with `validate` put in the checks of its
+    classes (True: bounds; `metadata.validation.checks_of`: SPEC 11 and 13), with `instrument` count
+    every block's entries (SPEC 10); LoweringError for bad input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
-    options = Options(get_target(target), dialect, validate, instrument)
+    options = Options(get_target(target), dialect, checks_of(validate), instrument)
     with _few_collections():
         return run(sources, options)
 

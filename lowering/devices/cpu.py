@@ -27,7 +27,7 @@ from ..targets.machines import host_target_machine, optimize
 from ..targets.runtime_globals import define_declared_globals
 from ..targets.target import get_target
 from .device import DeviceRun, EntryPoint, Image, Launch
-from .worker import Job, WorkerDevice, runtime_globals_job, serve
+from .worker import Job, WorkerDevice, live_range_table, live_ranges_job, runtime_globals_job, serve
 
 TRAP_GRACE_SECONDS = 0.05
 RANGE_FUNCTION = "dprintf.run_range"
@@ -58,6 +58,7 @@ class CpuDevice(WorkerDevice):
             "takes_abort_buffer": launch.entry.takes_abort_buffer,
             "data_buffers": launch.entry.data_buffers,
             "globals": runtime_globals_job(launch),
+            "live_ranges": live_ranges_job(launch),
             "invocations": launch.invocations,
             "threads": launch.threads,
         }
@@ -88,6 +89,10 @@ class _JitRun:
         data = addresses[2 : 2 + entry.data_buffers]  # the runtime's own images follow
         self.data = (ctypes.c_void_p * max(1, len(data)))(*data)
         _set_globals(self.engine, job["globals"], addresses)
+        table = live_range_table(job, addresses)
+        if table is not None:
+            image, content = table
+            ctypes.memmove(addresses[image], content, len(content))
 
     def execute(self) -> float:
         """Run every invocation, thread t of T invocations t, t+T, ...; the seconds they took."""
