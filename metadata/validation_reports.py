@@ -46,8 +46,12 @@ class CheckReport(Protocol):
         ...
 
 
+UNKNOWN_INVOCATION = 0xFFFFFFFF  # recorded by a function its callers cannot pass the invocation ID to
+
+
 def _invocations(count: int, first: int) -> str:
-    return f"{'1 invocation' if count == 1 else f'{count} invocations'}, first {first}"
+    which = "unknown" if first == UNKNOWN_INVOCATION else str(first)
+    return f"{'1 invocation' if count == 1 else f'{count} invocations'}, first {which}"
 
 
 def _span(name: str, least: int, greatest: int) -> str:
@@ -222,8 +226,10 @@ class UbReport:
         if kind in _SHIFTS:
             amounts = _span("amount", int(least), int(greatest))
             return f", {amounts}"
-        example, span = _number(self.example), f"from {_number(least)} to {_number(greatest)}"
-        return f", invocation {self.first_invocation}'s {example} ({span})"
+        example = f", invocation {self.first_invocation}'s {_number(self.example)}"
+        if isinstance(least, float) and np.isnan(least):
+            return example  # every value was NaN
+        return f"{example} (from {_number(least)} to {_number(greatest)})"
 
     def document(self) -> dict[str, Any]:
         return {

@@ -120,6 +120,7 @@ class _Sites:
         self.sites: list[Site] = []
         self.unchecked: Counter[tuple[str, str | None, str]] = Counter()
         self.removed = 0
+        self.checks_made = 0
         self.ranges_used = False
         self.declarations: set[str] = set()
         self.abort_helpers = {helper.name for helper in context.helpers if helper.kind == ABORT}
@@ -150,7 +151,9 @@ class _Sites:
         return site
 
     def _names(self) -> str:
-        return f"{self.context.prefix}v{len(self.sites)}."
+        """A fresh prefix for the names of one check's instructions and blocks."""
+        self.checks_made += 1
+        return f"{self.context.prefix}v{self.checks_made}."
 
     def table(self) -> ValidationTable:
         unchecked = (
@@ -250,7 +253,7 @@ class _AccessChecks(_Sites):
         marked. `site_buffer` is the data buffer the access is attributed to (position, name), and
         `offset` the access's offset in it; None: the range found through the cache."""
         access, frame = checked.access, checked.frame
-        names = f"{self._names()}i."
+        names = self._names()
         if site_buffer is not None:
             assert offset is not None
             shadow, buffer = frame.shadow(site_buffer[0]), str(site_buffer[0])
