@@ -78,7 +78,7 @@ class _JitRun:
     def __init__(self, job: Job, memory: mmap.mmap) -> None:
         entry = EntryPoint(job["entry"], job["takes_abort_buffer"], job["data_buffers"])
         names = [item["name"] for item in job["globals"]]
-        self.engine, self.run_range = _compile(job["ir"], entry, names)
+        self.engine, self.run_range = compile_range_driver(job["ir"], entry, names)
         self.invocations = job["invocations"]
         self.threads = min(job["threads"], self.invocations)
         if self.threads > 1:
@@ -117,11 +117,12 @@ class _JitRun:
             worker.join()
 
 
-def _compile(
+def compile_range_driver(
     ir: str, entry: EntryPoint, runtime_globals: Sequence[str]
 ) -> tuple[llvm.ExecutionEngine, Callable[..., None]]:
     """MCJIT the lowered module, with the driver appended and the runtime globals it only declares
-    defined, at -O2; the engine and its range function."""
+    defined, at -O2; the engine and its range function, called as `(printf, abort, data, begin, end,
+    step)` (`_range_driver`): the worker's, and a benchmark's that sets the globals itself."""
     module = llvm.parse_assembly(ir + _range_driver(entry))
     module.verify()
     machine = host_target_machine()

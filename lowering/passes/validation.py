@@ -61,6 +61,7 @@ from .undefined_behaviour import UB_OPCODES, ub_test
 _READS = frozenset({"load", "atomic", "memcpy", "memmove"})  # a memcpy or memmove reads its source
 _WRITES = frozenset({"store", "atomic", "memset"})
 _SIZE_UNKNOWN = "an access of a type whose size is not known"
+_DEVICE_SCOPES = {"nvptx": "device", "amdpal": "agent"}  # each target's sync scope of the whole device
 
 
 def run(context: PassContext) -> None:
@@ -305,6 +306,7 @@ class _AccessChecks(_Sites):
         writer_site = next((site for site in self.sites if site.check == RANGE), None)
         writer = self.writers.helper(writer_site).name if writer_site is not None else None
         name = self._helper_name
+        scope = _DEVICE_SCOPES.get(self.context.target.name)
 
         def build(module: ir.Module) -> None:
             search = helpers.define_search(module, name("search"), table_type)
@@ -313,8 +315,8 @@ class _AccessChecks(_Sites):
             if writer is not None:
                 function = module.get_global(writer)
                 helpers.define_range_failure(module, name("range.failure"), buffer_type, table_type, function)
-            helpers.define_shadow_check(module, name("shadow.check"), table_type)
-            helpers.define_shadow_mark(module, name("shadow.mark"), table_type)
+            helpers.define_shadow_check(module, name("shadow.check"), table_type, scope)
+            helpers.define_shadow_mark(module, name("shadow.mark"), table_type, scope)
 
         self.context.helpers.add_builder(build)
         if VALIDATION_RANGES_GLOBAL not in self.module.globals:

@@ -19,7 +19,7 @@ optimiser keeps the cache in registers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import llvmlite.ir as ir
 
@@ -175,84 +175,101 @@ def define_range_failure(
     return function
 
 
-@dataclass(frozen=True, slots=True)
-class _WordLoop:
-    """The loop both shadow helpers share, over each 64-bit word of the shadow that bytes
-    [offset, offset+bytes) touch: `builder` stands in its body after `mask` (their bits in word `word`,
-    at `at`); the body ends by branching to `following`, which goes on to the next word or to `done`."""
-
-    builder: ir.IRBuilder
-    word: ir.Value
-    mask: ir.Value
-    at: ir.Value
-    following: ir.Block
-    done: ir.Block
+# The work on one word of a shadow: (builder, the word's index, the mask of the bytes' bits in it, its
+# address, the block to go on to); it ends its block with a branch there, or a return.
+WordWork = Callable[[ir.IRBuilder, ir.Value, ir.Value, ir.Value, ir.Block], None]
 
 
-def _word_loop(function: ir.Function, table_type: ir.Type) -> _WordLoop:
+def _for_each_word(function: ir.Function, table_type: ir.Type, work: WordWork) -> ir.Block:
+    """Do `work` on each 64-bit word of the shadow `function.args[0]` that bytes [offset, offset+bytes)
+    touch (none without a shadow or bytes): straight-line for bytes within one word, the common case,
+    else a loop. The block reached after the last word, for the caller to end."""
     shadow, offset, size = function.args
-    start, loop, following, done = (
-        function.append_basic_block(label) for label in ("start", "loop", "next", "done")
-    )
+    labels = ("start", "test", "one", "loop", "next", "done")
+    start, test, one, loop, following, done = (function.append_basic_block(label) for label in labels)
     builder = ir.IRBuilder(start)
     nothing = builder.or_(
         builder.icmp_unsigned("==", shadow, constant(0)), builder.icmp_unsigned("==", size, constant(0))
     )
+    builder.cbranch(nothing, done, test)
+    builder.position_at_end(test)
     words = builder.inttoptr(shadow, table_type, name="words")
     last = builder.sub(builder.add(offset, size), constant(1), name="last")
     bits = constant(SHADOW_WORD_BITS - 1)
     first_word = builder.lshr(offset, constant(6), name="first.word")
     last_word = builder.lshr(last, constant(6), name="last.word")
-    builder.cbranch(nothing, done, loop)
-    step_builder = ir.IRBuilder(following)
+    builder.cbranch(builder.icmp_unsigned("==", first_word, last_word, name="single"), one, loop)
+
+    def mask(builder: ir.IRBuilder, low: ir.Value, high: ir.Value) -> ir.Value:
+        """Bits low..high."""
+        upto = builder.lshr(constant(-1), builder.sub(bits, high))
+        return builder.shl(builder.lshr(upto, low), low, name="mask")
+
+    builder.position_at_end(one)
+    at = builder.gep(words, [first_word], source_etype=I64, name="at")
+    work(builder, first_word, mask(builder, builder.and_(offset, bits), builder.and_(last, bits)), at, done)
     builder.position_at_end(loop)
     word = builder.phi(I64, name="w")
-    step = step_builder.add(word, constant(1), name="w.next")
-    step_builder.cbranch(step_builder.icmp_unsigned("<=", step, last_word), loop, done)
-    word.add_incoming(first_word, start)
+    low = builder.select(
+        builder.icmp_unsigned("==", word, first_word), builder.and_(offset, bits), constant(0), name="low"
+    )
+    high = builder.select(
+        builder.icmp_unsigned("==", word, last_word), builder.and_(last, bits), bits, name="high"
+    )
+    work(builder, word, mask(builder, low, high), builder.gep(words, [word], source_etype=I64), following)
+    builder.position_at_end(following)
+    step = builder.add(word, constant(1), name="w.next")
+    builder.cbranch(builder.icmp_unsigned("<=", step, last_word), loop, done)
+    word.add_incoming(first_word, test)
     word.add_incoming(step, following)
-    first = builder.icmp_unsigned("==", word, first_word)
-    low = builder.select(first, builder.and_(offset, bits), constant(0), name="low")
-    final = builder.icmp_unsigned("==", word, last_word)
-    high = builder.select(final, builder.and_(last, bits), bits, name="high")
-    upto = builder.lshr(constant(-1), builder.sub(bits, high))
-    mask = builder.shl(builder.lshr(upto, low), low, name="mask")
-    at = builder.gep(words, [word], source_etype=I64, name="at")
-    return _WordLoop(builder, word, mask, at, following, done)
+    return done
 
 
-def define_shadow_check(module: ir.Module, name: str, table_type: ir.Type) -> ir.Function:
+def _monotonic(scope: str | None) -> str:
+    """The ordering of the shadow's atomics as llvmlite prints it: monotonic, at `scope` (the target's
+    name for the whole device: `syncscope("device")` on nvptx is `ld.relaxed.gpu`, where the default,
+    the system's, is `ld.relaxed.sys`)."""
+    return f'syncscope("{scope}") monotonic' if scope else "monotonic"
+
+
+def define_shadow_check(module: ir.Module, name: str, table_type: ir.Type, scope: str | None) -> ir.Function:
     """`shadow_check(shadow, offset, bytes)` (see the module docstring)."""
     parameters = [(I64, "shadow"), (I64, "offset"), (I64, "bytes")]
     function = internal_function(module, name, I64, parameters, _ATTRIBUTES)
-    loop = _word_loop(function, table_type)
-    builder = loop.builder
-    written = builder.load_atomic(loop.at, "monotonic", 8, name="written", typ=I64)
-    missing = builder.and_(builder.not_(written), loop.mask, name="missing")
-    found = function.append_basic_block("found")
-    builder.cbranch(builder.icmp_unsigned("!=", missing, constant(0)), found, loop.following)
-    builder.position_at_end(found)
     cttz = declared(module, "llvm.cttz.i64", I64, [I64, ir.IntType(1)])
-    bit = builder.call(cttz, [missing, ir.Constant(ir.IntType(1), 1)], name="bit")
-    builder.ret(builder.add(builder.shl(loop.word, constant(6)), bit, name="first"))
-    builder.position_at_end(loop.done)
-    builder.ret(constant(-1))
+
+    def check(
+        builder: ir.IRBuilder, word: ir.Value, mask: ir.Value, at: ir.Value, following: ir.Block
+    ) -> None:
+        written = builder.load_atomic(at, _monotonic(scope), 8, name="written", typ=I64)
+        missing = builder.and_(builder.not_(written), mask, name="missing")
+        found = function.append_basic_block("found")
+        builder.cbranch(builder.icmp_unsigned("!=", missing, constant(0)), found, following)
+        builder.position_at_end(found)
+        bit = builder.call(cttz, [missing, ir.Constant(ir.IntType(1), 1)], name="bit")
+        builder.ret(builder.add(builder.shl(word, constant(6)), bit, name="first"))
+
+    done = _for_each_word(function, table_type, check)
+    ir.IRBuilder(done).ret(constant(-1))
     return function
 
 
-def define_shadow_mark(module: ir.Module, name: str, table_type: ir.Type) -> ir.Function:
+def define_shadow_mark(module: ir.Module, name: str, table_type: ir.Type, scope: str | None) -> ir.Function:
     """`shadow_mark(shadow, offset, bytes)` (see the module docstring)."""
     parameters = [(I64, "shadow"), (I64, "offset"), (I64, "bytes")]
     function = internal_function(module, name, ir.VoidType(), parameters, _ATTRIBUTES)
-    loop = _word_loop(function, table_type)
-    builder = loop.builder
-    written = builder.load_atomic(loop.at, "monotonic", 8, name="written", typ=I64)
-    marked = builder.icmp_unsigned("==", builder.and_(written, loop.mask), loop.mask, name="marked")
-    mark = function.append_basic_block("mark")
-    builder.cbranch(marked, loop.following, mark)
-    builder.position_at_end(mark)
-    builder.atomic_rmw("or", loop.at, loop.mask, "monotonic")
-    builder.branch(loop.following)
-    builder.position_at_end(loop.done)
-    builder.ret_void()
+
+    def mark(
+        builder: ir.IRBuilder, word: ir.Value, mask: ir.Value, at: ir.Value, following: ir.Block
+    ) -> None:
+        written = builder.load_atomic(at, _monotonic(scope), 8, name="written", typ=I64)
+        marked = builder.icmp_unsigned("==", builder.and_(written, mask), mask, name="marked")
+        setting = function.append_basic_block("set")
+        builder.cbranch(marked, following, setting)
+        builder.position_at_end(setting)
+        builder.atomic_rmw("or", at, mask, _monotonic(scope))
+        builder.branch(following)
+
+    done = _for_each_word(function, table_type, mark)
+    ir.IRBuilder(done).ret_void()
     return function
