@@ -53,9 +53,15 @@ def _column(count: ir.Value, column: int, position: ir.Value, builder: ir.IRBuil
     return builder.add(start, position)
 
 
+SEARCH_WAYS = 8  # the search splits its window in this many parts a step
+
+
 def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Function:
     """`search(table, address)`: the position of the last range whose begin is at most `address`, -1
-    when there is none: a binary search of the sorted `begin` column, branch-free in its body."""
+    when there is none: a search of the sorted `begin` column that takes the steps of a binary search
+    three at a time. Each step compares the address with the 7 begins that split the window in 8
+    parts, loads that do not wait on one another, and keeps the part it falls in, until at most 8
+    positions are left, compared at once: 5 rounds of dependent loads for 10,000 ranges, not 14."""
     function = internal_function(module, name, I64, [(table_type, "table"), (I64, "address")], _ATTRIBUTES)
     table, address = function.args
     start, loop, body, done = (
@@ -65,24 +71,34 @@ def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Funct
     count = _word(builder, table, constant(0), "count")
     builder.branch(loop)
     builder.position_at_end(loop)
-    low = builder.phi(I64, name="low")  # the last position known to begin at or below the address
-    left = builder.phi(I64, name="left")  # positions after `low` not yet ruled out
-    builder.cbranch(builder.icmp_unsigned(">", left, constant(0), name="more"), body, done)
+    low = builder.phi(I64, name="low")  # the window: positions low .. low+size-1; the answer is at or
+    size = builder.phi(I64, name="size")  # after low-1, and before low+size
+    builder.cbranch(builder.icmp_unsigned(">", size, constant(SEARCH_WAYS), name="wide"), body, done)
     builder.position_at_end(body)
-    half = builder.lshr(left, constant(1), name="half")
-    middle = builder.add(builder.add(low, half), constant(1), name="middle")
-    begin = _word(builder, table, builder.add(middle, constant(HEADER_WORDS + BEGIN_COLUMN)), "begin")
-    below = builder.icmp_unsigned("<=", begin, address, name="below")
-    next_low = builder.select(below, middle, low, name="low.next")
-    rest = builder.sub(builder.sub(left, half), constant(1))
-    next_left = builder.select(below, rest, half, name="left.next")
+    step = builder.udiv(size, constant(SEARCH_WAYS), name="step")
+    below = constant(0)  # how many of the splitting begins are at or below the address
+    for part in range(1, SEARCH_WAYS):
+        position = builder.add(low, builder.mul(step, constant(part)))
+        begin = _word(builder, table, builder.add(position, constant(HEADER_WORDS + BEGIN_COLUMN)), "begin")
+        below = builder.add(below, builder.zext(builder.icmp_unsigned("<=", begin, address), I64))
+    next_low = builder.add(low, builder.mul(below, step), name="low.next")
+    last_part = builder.sub(size, builder.mul(step, constant(SEARCH_WAYS - 1)))
+    last = builder.icmp_unsigned("==", below, constant(SEARCH_WAYS - 1))
+    next_size = builder.select(last, last_part, step, name="size.next")
     builder.branch(loop)
-    low.add_incoming(constant(-1), start)
+    low.add_incoming(constant(0), start)
     low.add_incoming(next_low, body)
-    left.add_incoming(count, start)
-    left.add_incoming(next_left, body)
+    size.add_incoming(count, start)
+    size.add_incoming(next_size, body)
     builder.position_at_end(done)
-    builder.ret(low)
+    below = constant(0)
+    for offset in range(SEARCH_WAYS):
+        inside = builder.icmp_unsigned("<", constant(offset), size)
+        word = builder.add(low, constant(HEADER_WORDS + BEGIN_COLUMN + offset))
+        begin = _word(builder, table, builder.select(inside, word, constant(0)), "begin")  # word 0 outside
+        at_or_below = builder.and_(inside, builder.icmp_unsigned("<=", begin, address))
+        below = builder.add(below, builder.zext(at_or_below, I64))
+    builder.ret(builder.sub(builder.add(low, below), constant(1), name="position"))
     return function
 
 
