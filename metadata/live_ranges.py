@@ -3,7 +3,7 @@
 Accesses through pointers that no data buffer of the entry explains are checked against the ranges of
 memory that are live during the dispatch. The runtime points the module global `@lgc.validation.ranges`
 (the target's buffer pointer; `ptr addrspace(1)` on amdpal) at this table, every field a little-endian
-u64, in columns so that the binary search over `begin` reads one dense array:
+u64, in columns so that the search over `begin` reads one dense array:
 
     struct LiveRanges {
       u64 count;            // ranges, sorted by begin, none overlapping

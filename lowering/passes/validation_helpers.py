@@ -5,7 +5,7 @@ written bytes (`metadata.live_ranges` has the layout of both).
     find(table, cache, address, end) -> -1 when [address, end) lies in one range of a data buffer,
         else 1 + the position of the nearest range below (0: none). `cache` is the caller's
         `[4 x i64]` stack slot: the last range found (begin, end, shadow, id), per invocation; a hit
-        costs three compares, a miss a binary search of `begin`.
+        costs three compares, a miss a search of `begin` (`define_search`).
     range_failure(printf, header, invocation, table, address, below): the record of SPEC 13, through
         the printf helper `writer`: the address, the range below (id, end) and above (id, begin).
     shadow_check(shadow, offset, bytes) -> the offset of the first byte of [offset, offset+bytes) whose
