@@ -407,7 +407,6 @@ def gpu_spec13_ratios(invocations: int, binary: Path, log2: int) -> list[str]:
     from metadata.live_ranges import LiveRange, shadow_size
 
     printf, abort, data_in, data_out = _gpu_buffers(invocations)
-    scale = f"2^{log2} invocations"
     lines = []
 
     def ratio(part: str, name: str, runs: dict) -> dict:
@@ -417,7 +416,7 @@ def gpu_spec13_ratios(invocations: int, binary: Path, log2: int) -> list[str]:
             _ratio_line(
                 part,
                 None,
-                f"{name}, {scale}",
+                name,
                 invocations,
                 {key: value / 1e3 for key, value in medians.items()},
             )
