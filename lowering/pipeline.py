@@ -4,7 +4,7 @@
     -> calling conventions the target's code generator cannot lower (`passes.calling_conventions`)
     -> every printf and abort call replaced by a call to its helper (`passes.printf_abort`)
     -> [validate, races] every function inlined into the entries (`passes.buffer_accesses`), then
-       [validate] every data-buffer access checked (`passes.validation`),
+       [validate] the checks of its classes (`passes.validation`),
        [races] every data-buffer access that can race recorded in the buffer's shadow (`passes.races`)
     -> the helpers defined, the tables added (`passes.helpers`, `passes.pal_tables`)
     -> parse, verify and inline the helpers once
@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import llvmlite.binding as llvm
 
 from metadata.formats import C_DIALECT
+from metadata.validation import checks_of
 
 from .ir.diagnostics import Diagnostic, LoweringError
 from .ir.lexer import rewrite_address_space
@@ -48,18 +49,19 @@ def lower_sources(
     sources: Sequence[Source],
     target: str | Target = "cpu",
     *,
-    validate: bool = False,
+    validate: bool | str | Iterable[str] = False,
     dialect: str = C_DIALECT,
     instrument: bool = False,
     races: bool = False,
 ) -> LoweredModule:
     """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
-    of one), reading format strings in `dialect` (SPEC 9); with `validate` check every data-buffer
-    access (SPEC 11), with `instrument` count every block's entries (SPEC 10), with `races` record the
-    data-buffer accesses for races between invocations (SPEC 12); LoweringError for bad input."""
+    of one), reading format strings in `dialect` (SPEC 9); with `validate` put in the checks of its
+    classes (True: bounds; `metadata.validation.checks_of`: SPEC 11 and 13), with `instrument` count
+    every block's entries (SPEC 10), with `races` record the data-buffer accesses for races between
+    invocations (SPEC 12); LoweringError for bad input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
-    options = Options(get_target(target), dialect, validate, instrument, races)
+    options = Options(get_target(target), dialect, checks_of(validate), instrument, races)
     with _few_collections():
         return run(sources, options)
 

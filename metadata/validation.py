@@ -1,23 +1,29 @@
-"""GPU-assisted validation, the driver side (SPEC section 11): the `amdpal.validation` table of check
-sites and the report of the out-of-bounds accesses the device recorded.
+"""GPU-assisted validation, the driver side (SPEC sections 11 and 13): the `amdpal.validation` table of
+check sites and the report of what the device recorded at them.
 
-A failed check writes a printf entry (section 4) whose ID is its site's, with the invocation ID (`i32`),
-the offset (`i64`) and the buffer's size (`i64`). The sites are not in the format-string table: the
-decoder looks them up here, takes their entries out of the printf output, and reports each site once.
+Every check site has a `.check`: `bounds` (an access through a data buffer of the entry, SPEC 11),
+`range` (an access through any other pointer, against the runtime's live ranges), `ub` (undefined
+behaviour: a division, a shift, a conversion, `unreachable`) or `init` (a read of bytes never written).
+A failed check writes a printf entry (section 4) whose ID is its site's and whose arguments are the
+site's record (`record_layout`): the invocation ID first, then what the check found. The sites are not in
+the format-string table: the decoder looks them up here, takes their entries out of the printf output,
+and reports each site once (`validation_reports`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .decoding.printf_buffer import PrintfDecoding
+from .errors import DprintfError
 from .ids import format_string_id
-from .layout import parse_layout, sixty_four_bit_mask
+from .layout import FLOAT, Layout, parse_layout, sixty_four_bit_mask
 from .table import FormatEntry, FormatTable, TableEntry
+from .validation_reports import CheckReport, reports_of
 from .wire import entry_dwords
 
 if TYPE_CHECKING:  # the registry brings pyelftools, which a run that links nothing does not need
@@ -25,15 +31,68 @@ if TYPE_CHECKING:  # the registry brings pyelftools, which a run that links noth
 
 VALIDATION_KEY = "amdpal.validation"
 VERSION = 1
-SITE_LAYOUT = parse_layout("i32,i64,i64")  # invocation ID, offset, buffer size
+
+# The classes of checks `--validate` takes (`--validate=bounds,ub,init`); plain `--validate` is bounds.
+BOUNDS, UB, INIT = "bounds", "ub", "init"
+CLASSES = (BOUNDS, UB, INIT)
+ALL = "all"
+RANGE = "range"  # a site's check: an access through a pointer no data buffer explains (class bounds)
+FP_CONVERSIONS = frozenset({"fptosi", "fptoui"})
+UNREACHABLE = "unreachable"
+
+SITE_LAYOUT = parse_layout("i32,i64,i64")  # bounds: invocation ID, offset, buffer size
 SITE_RECORD_DWORDS = entry_dwords(SITE_LAYOUT)
-_SITE_FORMAT = "%u %lld %llu"  # how a site's arguments read: the decoder gathers them as a format's
+_LAYOUTS = {
+    BOUNDS: SITE_LAYOUT,
+    # invocation ID, address, the range below (id, end), the range above (id, begin)
+    RANGE: parse_layout("i32,i64,i64,i64,i64,i64"),
+    INIT: parse_layout("i32,i64,i64"),  # invocation ID, first byte never written, data buffer
+    UB: parse_layout("i32,i64"),  # invocation ID, the operand (divisor, shift amount)
+}
+_FP_LAYOUT = parse_layout("i32,f64")  # invocation ID, the value converted
+_UNREACHABLE_LAYOUT = parse_layout("i32")
+
+
+class ValidationOptionError(DprintfError):
+    """A `--validate` class that is not one of CLASSES."""
+
+
+def checks_of(validate: bool | str | Iterable[str]) -> frozenset[str]:
+    """The classes of checks `validate` asks for: False none, True bounds, a name or a comma-separated
+    list of CLASSES (or `all`). `init` needs each access inside its buffer first: it brings `bounds`."""
+    if isinstance(validate, bool):
+        return frozenset({BOUNDS}) if validate else frozenset()
+    names = validate.split(",") if isinstance(validate, str) else list(validate)
+    found: set[str] = set()
+    for name in (name.strip() for name in names):
+        if name == ALL:
+            found.update(CLASSES)
+        elif name in CLASSES:
+            found.add(name)
+        else:
+            raise ValidationOptionError(
+                f"unknown validation class {name!r} (expected {', '.join(CLASSES)} or {ALL}, comma-separated)"
+            )
+    if INIT in found:
+        found.add(BOUNDS)
+    return frozenset(found)
+
+
+def record_layout(check: str, kind: str) -> Layout:
+    """The arguments of a failed check's record at a site of `check` and `kind`."""
+    if check == UB and kind in FP_CONVERSIONS:
+        return _FP_LAYOUT
+    if check == UB and kind == UNREACHABLE:
+        return _UNREACHABLE_LAYOUT
+    return _LAYOUTS[check]
 
 
 @dataclass(frozen=True, slots=True)
 class Site:
-    """A checked access: its ID, kind (`load`, `store`, `atomic`, `memcpy`...), bytes (None: given at run
-    time), the buffer (parameter position among the data buffers, IR name), function and source."""
+    """A check site: its ID, check (`bounds`, `range`, `ub`, `init`), kind (an access's `load`, `store`,
+    `atomic`, `memcpy`...; an instruction's opcode for `ub`), bytes (None: given at run time, or no
+    access), the buffer (parameter position among the data buffers and IR name; -1 and empty when no
+    one buffer), function and source; for `ub`, the IR type it works on (`i32`, `float to i32`)."""
 
     index: int
     kind: str
@@ -42,18 +101,34 @@ class Site:
     buffer_name: str
     function: str
     source: str | None
+    check: str = BOUNDS
+    value_type: str | None = None
 
     @classmethod
     def new(
-        cls, kind: str, size: int | None, buffer: int, buffer_name: str, function: str, source: str | None
+        cls,
+        kind: str,
+        size: int | None,
+        buffer: int,
+        buffer_name: str,
+        function: str,
+        source: str | None,
+        *,
+        ordinal: int = 0,
+        check: str = BOUNDS,
+        value_type: str | None = None,
     ) -> Site:
-        """A site whose ID is hashed from what it is, as a format string's is from its text."""
-        key = f"dprintf.validation {kind} {size} {buffer} {buffer_name} @{function} {source}"
-        return cls(format_string_id(key, SITE_LAYOUT), kind, size, buffer, buffer_name, function, source)
+        """A site whose ID is hashed from what it is and its `ordinal` among the module's sites, as a
+        format string's is from its text."""
+        key = f"dprintf.validation {check} {kind} {size} {buffer} {buffer_name} @{function} {source}"
+        key += f" {value_type} #{ordinal}"
+        index = format_string_id(key, record_layout(check, kind))
+        return cls(index, kind, size, buffer, buffer_name, function, source, check, value_type)
 
     def to_map(self) -> dict[str, Any]:
         found = {
             ".index": self.index,
+            ".check": self.check,
             ".kind": self.kind,
             ".bytes": self.bytes,
             ".buffer": [self.buffer, self.buffer_name],
@@ -61,6 +136,8 @@ class Site:
         }
         if self.source is not None:
             found[".source"] = self.source
+        if self.value_type is not None:
+            found[".type"] = self.value_type
         return found
 
     @classmethod
@@ -74,12 +151,22 @@ class Site:
             name,
             found[".function"],
             found.get(".source"),
+            found.get(".check", BOUNDS),
+            found.get(".type"),
         )
+
+    @property
+    def layout(self) -> Layout:
+        return record_layout(self.check, self.kind)
 
     @property
     def entry(self) -> FormatEntry:
         """How the printf decoder reads the site's records."""
-        return FormatEntry(self.index, _SITE_FORMAT, len(SITE_LAYOUT), sixty_four_bit_mask(SITE_LAYOUT))
+        layout = self.layout
+        conversions = " ".join(
+            "%f" if arg.kind == FLOAT else ("%lld" if arg.is_64bit else "%u") for arg in layout
+        )
+        return FormatEntry(self.index, conversions, len(layout), sixty_four_bit_mask(layout))
 
     def where(self) -> str:
         return f"@{self.function}" + (f" at {self.source}" if self.source else "")
@@ -87,28 +174,37 @@ class Site:
 
 @dataclass(frozen=True, slots=True)
 class Unchecked:
-    """Accesses of a function (at a source line, when known) that no data buffer parameter explains."""
+    """Accesses of a function (at a source line, when known) that no check covers, and why."""
 
     function: str
     source: str | None
     count: int
+    reason: str | None = None
 
     def to_map(self) -> dict[str, Any]:
-        return {".function": self.function, ".source": self.source, ".count": self.count}
+        found = {".function": self.function, ".source": self.source, ".count": self.count}
+        if self.reason is not None:
+            found[".reason"] = self.reason
+        return found
 
 
 @dataclass(frozen=True)
 class ValidationTable:
-    """The `amdpal.validation` document: the check sites and the accesses left unchecked."""
+    """The `amdpal.validation` document: the classes of checks, the data buffers' IR names, the check
+    sites, the accesses left unchecked and the checks left out as provably passing."""
 
     sites: tuple[Site, ...] = ()
     unchecked: tuple[Unchecked, ...] = ()
-    removed: int = 0  # checks left out as provably in bounds
+    removed: int = 0
+    checks: tuple[str, ...] = (BOUNDS,)
+    buffer_names: tuple[str, ...] = ()  # the entry's data buffers, as reports name them
 
     def to_document(self) -> dict[str, Any]:
         return {
             VALIDATION_KEY: {
                 ".version": VERSION,
+                ".checks": list(self.checks),
+                ".buffers": list(self.buffer_names),
                 ".sites": [site.to_map() for site in self.sites],
                 ".unchecked": [unchecked.to_map() for unchecked in self.unchecked],
                 ".removed": self.removed,
@@ -123,40 +219,27 @@ class ValidationTable:
         return cls(
             tuple(Site.from_map(site) for site in found.get(".sites", [])),
             tuple(
-                Unchecked(item[".function"], item.get(".source"), item[".count"])
+                Unchecked(item[".function"], item.get(".source"), item[".count"], item.get(".reason"))
                 for item in found.get(".unchecked", [])
             ),
             found.get(".removed", 0),
+            tuple(found.get(".checks", [BOUNDS])),
+            tuple(found.get(".buffers", [])),
         )
 
+    def merged(self, other: ValidationTable) -> ValidationTable:
+        """The sites of both tables (another ELF's), this one's names first."""
+        names = self.buffer_names or other.buffer_names
+        checks = tuple(dict.fromkeys((*self.checks, *other.checks)))
+        return ValidationTable(self.sites + other.sites, (), 0, checks, names)
 
-@dataclass(frozen=True, slots=True)
-class SiteReport:
-    """What the device recorded at one site: failed accesses, the first invocation, the offset range."""
+    @property
+    def smallest_record_dwords(self) -> int:
+        """Dwords of the smallest record a site of the table writes (entry header included)."""
+        return min((entry_dwords(site.layout) for site in self.sites), default=SITE_RECORD_DWORDS)
 
-    site: Site
-    count: int
-    first_invocation: int
-    least_offset: int
-    greatest_offset: int
-    buffer_bytes: int
-
-    def line(self) -> str:
-        """The `error:` line of SPEC section 11, without the prefix."""
-        site = self.site
-        size = f"{site.bytes} bytes" if site.bytes is not None else "bytes given at run time"
-        offsets = (
-            f"offset {self.least_offset}"
-            if self.least_offset == self.greatest_offset
-            else f"offsets {self.least_offset}..{self.greatest_offset}"
-        )
-        invocations = "1 invocation" if self.count == 1 else f"{self.count} invocations"
-        direction = "from" if site.kind.endswith("load") else "to"
-        return (
-            f"out-of-bounds {site.kind} of {size} {direction} buffer {site.buffer} ({site.buffer_name}, "
-            f"{self.buffer_bytes} bytes) at {offsets} in {site.where()}: {invocations}, "
-            f"first {self.first_invocation}"
-        )
+    def has_kind(self, kind: str) -> bool:
+        return any(site.kind == kind for site in self.sites)
 
 
 class CombinedLookup:
@@ -178,32 +261,19 @@ class CombinedLookup:
 
 def split_decoding(
     decoding: PrintfDecoding, validation: ValidationTable
-) -> tuple[PrintfDecoding, list[SiteReport]]:
-    """The printf output without the sites' records, and a report per site that recorded any, in
-    table order."""
+) -> tuple[PrintfDecoding, list[CheckReport]]:
+    """The printf output without the sites' records, and the reports of the sites that recorded any,
+    in table order."""
     if not validation.sites:
         return decoding, []
     by_index = {site.index: site for site in validation.sites}
     keep = [number for number, group in enumerate(decoding.groups) if group.id not in by_index]
-    reports = []
+    found: dict[int, list[CheckReport]] = {}
     for group in decoding.groups:
         site = by_index.get(group.id)
-        if site is None or not len(group):
-            continue
-        invocation, offset, size = group.columns
-        signed = offset.astype(np.uint64).view(np.int64)
-        reports.append(
-            SiteReport(
-                site,
-                len(group),
-                int(invocation.min()),
-                int(signed.min()),
-                int(signed.max()),
-                int(size[0]),
-            )
-        )
-    order = {site.index: position for position, site in enumerate(validation.sites)}
-    reports.sort(key=lambda report: order[report.site.index])
+        if site is not None and len(group):
+            found[site.index] = reports_of(site, group.columns, validation.buffer_names)
+    reports = [report for site in validation.sites for report in found.pop(site.index, ())]
     if len(keep) == len(decoding.groups):
         return decoding, reports
     renumber = np.full(len(decoding.groups), -1, dtype=np.int32)

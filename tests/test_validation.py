@@ -223,7 +223,7 @@ def test_accesses_of_functions_inlined_into_the_entry_are_checked_there():
     assert words(result.data_buffers[0], 16)[14:] == [0, 1] and guards_intact(result)
 
 
-def test_accesses_no_data_buffer_explains_are_counted_unchecked():
+def test_accesses_no_data_buffer_explains_are_checked_against_the_live_ranges():
     text = (
         "define void @fill(ptr addrspace(7) %p) noinline {\n"
         "  store i32 1, ptr addrspace(7) %p\n  ret void\n}\n"
@@ -231,11 +231,18 @@ def test_accesses_no_data_buffer_explains_are_counted_unchecked():
             "  call void @fill(ptr addrspace(7) %a)\n"
             "  %inner = load ptr addrspace(7), ptr addrspace(7) %a\n"
             "  store i32 2, ptr addrspace(7) %inner\n"
+            "  %pair = load { i32, i32 }, ptr addrspace(7) %a\n"
         )
     )
     table = lower_sources([Source("test.ll", text)], validate=True).validation
-    assert [(site.kind, site.function) for site in table.sites] == [("load", "main")]
-    assert sorted((item.function, item.count) for item in table.unchecked) == [("fill", 1), ("main", 1)]
+    assert [(site.check, site.kind, site.function) for site in table.sites] == [
+        ("range", "store", "fill"),
+        ("bounds", "load", "main"),
+        ("range", "store", "main"),
+    ]
+    assert [(item.function, item.count, item.reason) for item in table.unchecked] == [
+        ("main", 1, "an access of a type whose size is not known")
+    ]
 
 
 def test_the_table_is_in_the_note_and_decode_reports_a_dump(tmp_path):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sys
 from collections.abc import Callable
 
 from metadata.formats import C_DIALECT, DIALECTS
+from metadata.validation import ALL, BOUNDS, CLASSES, ValidationOptionError, checks_of
 
 from ..devices.device import (
     DEFAULT_ABORT_BUFFER_BYTES,
@@ -191,7 +193,14 @@ def _add_lowering_options(parser: argparse.ArgumentParser, counted: bool = True)
     itself (`counted` False), validation, instrumentation and race recording."""
     if counted:
         parser.add_argument(
-            "--validate", action="store_true", help="check every data-buffer access (SPEC 11)"
+            "--validate",
+            nargs="?",
+            const=BOUNDS,
+            default=frozenset(),
+            type=_validation_classes,
+            metavar="CLASSES",
+            help=f"compile checks into the shader: alone, every access against its buffer or the live ranges "
+            f"(SPEC 11, 13); --validate=CLASSES takes {', '.join(CLASSES)} or {ALL}, comma-separated",
         )
         parser.add_argument(
             "--instrument", action="store_true", help="count every basic block's entries (SPEC 10)"
@@ -235,6 +244,20 @@ def _data_buffer(text: str) -> tuple[int, str | None]:
     return _integer(1, MAX_BUFFER_BYTES, _BYTE_UNITS)(size), path or None
 
 
+def _validation_classes(text: str) -> frozenset[str]:
+    """`--validate=CLASSES`: the classes of checks, comma-separated (`metadata.validation.checks_of`)."""
+    try:
+        return checks_of(text)
+    except ValidationOptionError as failure:
+        raise argparse.ArgumentTypeError(str(failure)) from None
+
+
+def _explicit_validate(argv: list[str]) -> list[str]:
+    """`--validate` alone spelt `--validate=bounds`: its classes follow an `=` only, so that the word after
+    a bare `--validate` (`dprintf lower --validate IN.ll`) stays the argument it is."""
+    return [f"--validate={BOUNDS}" if word == "--validate" else word for word in argv]
+
+
 def _positive_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -254,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     command uses and which would make code generation start an interpreter instead of forking
     (`isolation`). OPENBLAS_NUM_THREADS=1, unless set otherwise, starts none."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_explicit_validate(sys.argv[1:] if argv is None else argv))
     if args.command in ("run", "profile"):
         prestart(WORKER_MODULES[args.device])  # starts while the command imports and lowers
     command = importlib.import_module(f"lowering.cli.commands.{args.command}_command")

@@ -27,7 +27,15 @@ from ..targets.machines import host_target_machine, optimize
 from ..targets.runtime_globals import define_declared_globals
 from ..targets.target import get_target
 from .device import DeviceRun, EntryPoint, Image, Launch
-from .worker import Job, WorkerDevice, pointer_array, runtime_globals_job, serve
+from .worker import (
+    Job,
+    WorkerDevice,
+    live_range_table,
+    live_ranges_job,
+    pointer_array,
+    runtime_globals_job,
+    serve,
+)
 
 TRAP_GRACE_SECONDS = 0.05
 RANGE_FUNCTION = "dprintf.run_range"
@@ -58,6 +66,7 @@ class CpuDevice(WorkerDevice):
             "takes_abort_buffer": launch.entry.takes_abort_buffer,
             "data_buffers": launch.entry.data_buffers,
             "globals": runtime_globals_job(launch),
+            "live_ranges": live_ranges_job(launch),
             "invocations": launch.invocations,
             "threads": launch.threads,
         }
@@ -77,7 +86,7 @@ class _JitRun:
     def __init__(self, job: Job, memory: mmap.mmap) -> None:
         entry = EntryPoint(job["entry"], job["takes_abort_buffer"], job["data_buffers"])
         names = [item["name"] for item in job["globals"]]
-        self.engine, self.run_range = _compile(job["ir"], entry, names)
+        self.engine, self.run_range = compile_range_driver(job["ir"], entry, names)
         self.invocations = job["invocations"]
         self.threads = min(job["threads"], self.invocations)
         if self.threads > 1:
@@ -88,6 +97,10 @@ class _JitRun:
         data = addresses[2 : 2 + entry.data_buffers]  # the runtime's own images follow
         self.data = (ctypes.c_void_p * max(1, len(data)))(*data)
         _set_globals(self.engine, job["globals"], addresses)
+        table = live_range_table(job, addresses)
+        if table is not None:
+            image, content = table
+            ctypes.memmove(addresses[image], content, len(content))
 
     def execute(self) -> float:
         """Run every invocation, thread t of T invocations t, t+T, ...; the seconds they took."""
@@ -112,11 +125,12 @@ class _JitRun:
             worker.join()
 
 
-def _compile(
+def compile_range_driver(
     ir: str, entry: EntryPoint, runtime_globals: Sequence[str]
 ) -> tuple[llvm.ExecutionEngine, Callable[..., None]]:
     """MCJIT the lowered module, with the driver appended and the runtime globals it only declares
-    defined, at -O2; the engine and its range function."""
+    defined, at -O2; the engine and its range function, called as `(printf, abort, data, begin, end,
+    step)` (`_range_driver`): the worker's, and a benchmark's that sets the globals itself."""
     module = llvm.parse_assembly(ir + _range_driver(entry))
     module.verify()
     machine = host_target_machine()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from metadata.errors import DprintfError
+from metadata.live_ranges import LiveRange, table_bytes
 
 MAX_INVOCATIONS = 1 << 32  # invocation IDs are 32-bit: 0 .. 2^32 - 1
 DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
@@ -58,12 +59,46 @@ class RuntimeGlobal:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveRangeImages:
+    """The table of live ranges (SPEC 13, `metadata.live_ranges`) that a device writes into image
+    `image` once it knows where the images are: for each of `ranges` (image, bytes, id), the first
+    `bytes` of that image; for each data buffer, the address of its shadow image in `shadows` (none
+    without `--validate=init`)."""
+
+    image: int
+    ranges: tuple[tuple[int, int, int], ...]
+    shadows: tuple[int, ...] = ()
+
+    def table(self, addresses: Sequence[int]) -> bytes:
+        """The table, the images being at `addresses` on the device."""
+        ranges = (
+            LiveRange(addresses[image], addresses[image] + size, found) for image, size, found in self.ranges
+        )
+        return table_bytes(ranges, [addresses[image] for image in self.shadows])
+
+    def to_job(self) -> dict:
+        return {
+            "image": self.image,
+            "ranges": [list(item) for item in self.ranges],
+            "shadows": list(self.shadows),
+        }
+
+    @classmethod
+    def from_job(cls, job: dict) -> LiveRangeImages:
+        ranges = tuple((image, size, found) for image, size, found in job["ranges"])
+        return cls(job["image"], ranges, tuple(job["shadows"]))
+
+
+@dataclass(frozen=True, slots=True)
 class Launch:
     """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads,
     and the globals to set first. The images it is given are the printf and abort buffers, the entry's
     data buffers in parameter order, then the images only runtime globals point at (the
-    instrumentation buffer, the shadows of SPEC 12). `device_images` are those a device may keep in its
-    own memory even when the code can abort (what they hold is lost with the device)."""
+    instrumentation buffer, the shadows of SPEC 12; validation's shadows and table of live ranges,
+    which the device fills in from `live_ranges`). `device_images` are those a device may keep in its
+    own memory even when the code can abort (what they hold is lost with the device). `traps`: the code
+    may end an invocation with a trap other than an abort's (`unreachable` reached under validation), so
+    what it printed must survive the device's loss."""
 
     ir: str
     entry: EntryPoint
@@ -72,6 +107,8 @@ class Launch:
     timeout: float
     runtime_globals: tuple[RuntimeGlobal, ...] = ()
     device_images: tuple[int, ...] = ()
+    live_ranges: LiveRangeImages | None = None
+    traps: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import enum
 import importlib
 import mmap
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -27,9 +27,19 @@ from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.decoding.race_shadow import RaceReport, race_reports, read_shadows
 from metadata.formats import C_DIALECT
 from metadata.instrumentation import read_counters
+from metadata.live_ranges import (
+    ABORT_RANGE,
+    INSTRUMENTATION_RANGE,
+    PRINTF_RANGE,
+    VALIDATION_RANGE,
+    initial_shadow,
+    shadow_size,
+    table_size,
+)
 from metadata.races import SHADOW_HEADER, RaceTable
 from metadata.reports.profile import Profile
-from metadata.validation import CombinedLookup, SiteReport, split_decoding
+from metadata.validation import INIT, UNREACHABLE, CombinedLookup, ValidationTable, split_decoding
+from metadata.validation_reports import CheckReport
 from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
 
 from ..lowered_module import LoweredModule, Source
@@ -39,6 +49,7 @@ from ..targets.runtime_globals import (
     INSTRUMENTATION_BUFFER_GLOBAL,
     PRINTF_BUFFER_GLOBAL,
     RACES_SHADOW_GLOBAL,
+    VALIDATION_RANGES_GLOBAL,
     VALIDATION_SIZES_GLOBAL,
 )
 from ..targets.target import Target
@@ -57,6 +68,7 @@ from .device import (
     EntryPoint,
     Image,
     Launch,
+    LiveRangeImages,
     RuntimeGlobal,
 )
 
@@ -107,7 +119,8 @@ class RunResult:
     abort_guard: Image
     data_buffers: tuple[Image, ...] = ()
     data_guards: tuple[Image, ...] = ()
-    validation: tuple[SiteReport, ...] | None = None  # with validation: out-of-bounds accesses per site
+    validation: tuple[CheckReport, ...] | None = None  # with validation: each site's failed checks
+    validation_table: ValidationTable | None = None  # with validation: the sites
     races: tuple[RaceReport, ...] | None = None  # with races: the races per buffer, kind and pair of sites
     race_shadows: tuple[Image, ...] = ()  # with races: each shadow as the device left it (header included)
     race_guards: tuple[Image, ...] = ()
@@ -155,7 +168,7 @@ class RunResult:
     def loss(self) -> str | None:
         """Why the device was lost, in words; None when it completed."""
         if self.ending is Ending.ABORTED:
-            return "shader abort"
+            return "shader abort" if self.abort.device_lost else "an invocation reached `unreachable`"
         if self.ending is Ending.TIMED_OUT:
             return f"timed out after {self.status.timeout:g} s; the {self.device} device was stopped"
         if self.ending is Ending.CRASHED:
@@ -183,19 +196,22 @@ def run_sources(
     device: str | Device = "cpu",
     timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS,
     data_buffers: Sequence[Image] = (),
-    validate: bool = False,
+    validate: bool | str | Iterable[str] = False,
     dialect: str = C_DIALECT,
     instrument: bool = False,
     races: bool = False,
+    initialised: Sequence[int] | None = None,
 ) -> RunResult:
-    """Lower `sources` for `device` (with `validate`, checking data-buffer accesses; with `instrument`,
-    counting block entries; with `races`, recording data-buffer accesses into shadows), run invocations
+    """Lower `sources` for `device` (with `validate`, the checks of its classes: True is bounds, see
+    `metadata.validation.checks_of`; with `instrument`, counting block entries; with `races`, recording
+    data-buffer accesses into shadows), run invocations
     `0 .. invocations-1` of `entry`, decode the buffers.
 
     Sizes are whole buffers in bytes, header included. `data_buffers` are the initial contents of the
-    entry's data buffers, in parameter order (SPEC section 11). Raises DprintfError (LoweringError,
-    DeviceError) for bad input; a device lost by an abort, a crash or the timeout is a result, not an
-    error.
+    entry's data buffers, in parameter order (SPEC section 11); `initialised` says how many of each
+    one's first bytes were given (a file's), for `--validate=init` (SPEC 13); None: all of them.
+    Raises DprintfError (LoweringError, DeviceError) for bad input; a device lost by an abort, a crash
+    or the timeout is a result, not an error.
     """
     chosen = open_device(device) if isinstance(device, str) else device
     if isinstance(device, str):
@@ -219,6 +235,7 @@ def run_sources(
             device=chosen,
             timeout=timeout,
             data_buffers=data_buffers,
+            initialised=initialised,
         )
     finally:
         if isinstance(device, str):
@@ -236,6 +253,7 @@ def run_lowered(
     device: str | Device = "cpu",
     timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS,
     data_buffers: Sequence[Image] = (),
+    initialised: Sequence[int] | None = None,
 ) -> RunResult:
     """Run already lowered code (see `run_sources`)."""
     chosen = open_device(device) if isinstance(device, str) else device
@@ -270,10 +288,19 @@ def run_lowered(
     if lowered.races is not None:
         shadow_global, shadows = _shadows(lowered.races, sizes, images, invocations)
         globals_ += (shadow_global,)
+    live_ranges = None
+    if _has_global(module, VALIDATION_RANGES_GLOBAL):
+        init = lowered.validation is not None and INIT in lowered.validation.checks
+        written = initialised if initialised is not None else sizes
+        live_ranges = live_range_images(
+            images, sizes, written if init else None, lowered.instrumentation is not None
+        )
+        globals_ += (RuntimeGlobal(VALIDATION_RANGES_GLOBAL, image=live_ranges.image),)
     present = tuple(item for item in globals_ if _has_global(module, item.name))
-    launch = Launch(lowered.ir, found, invocations, threads, timeout, present, device_images=shadows)
+    traps = lowered.validation is not None and lowered.validation.has_kind(UNREACHABLE)
+    launch = Launch(lowered.ir, found, invocations, threads, timeout, present, shadows, live_ranges, traps)
     ran = chosen.run(launch, images)
-    return _result(chosen.name, ran, lowered, len(sizes))
+    return _result(chosen.name, ran, lowered, len(data_buffers))
 
 
 def _shadows(
@@ -295,6 +322,37 @@ def _shadows(
             images.append(_zeroed_image(buffer.shadow_bytes(size), buffer.header(size), "shadow"))
     numbers = tuple(number for number in pointers if number is not None)
     return RuntimeGlobal(RACES_SHADOW_GLOBAL, images=tuple(pointers)), numbers
+
+
+def _shadow_count(lowered: LoweredModule, data_count: int) -> int:
+    """How many race shadows follow the instrumentation counters among the images (see `_shadows`)."""
+    if lowered.races is None:
+        return 0
+    return sum(1 for buffer in lowered.races.buffers if buffer.buffer < data_count)
+
+
+def live_range_images(
+    images: list[Image], data_sizes: Sequence[int], written: Sequence[int] | None, instrumented: bool
+) -> LiveRangeImages:
+    """Add validation's images to `images` (printf, abort, the data buffers, then the instrumentation
+    counters when `instrumented`): with `written` (bytes a file gave of each data buffer), a shadow for
+    each data buffer (SPEC 13), then the table of live ranges, which the device fills in. Every buffer
+    is a range, the runtime's own named as such."""
+    runtime = [(PRINTF_IMAGE, PRINTF_RANGE), (ABORT_IMAGE, ABORT_RANGE)]
+    if instrumented:
+        runtime.append((2 + len(data_sizes), INSTRUMENTATION_RANGE))
+    ranges = [(image, len(images[image]) - GUARD_BYTES, found) for image, found in runtime]
+    ranges += [(2 + number, size, number) for number, size in enumerate(data_sizes) if size]
+    shadows = []
+    for size, given in zip(data_sizes, written or (), strict=False):
+        shadows.append(len(images))
+        ranges.append((len(images), shadow_size(size), VALIDATION_RANGE))
+        images.append(data_image(initial_shadow(size, given)))
+    table = len(images)
+    bytes_ = table_size(len(ranges) + 1, len(shadows))
+    ranges.append((table, bytes_, VALIDATION_RANGE))
+    images.append(data_image(bytes(bytes_)))
+    return LiveRangeImages(table, tuple(ranges), tuple(shadows))
 
 
 def runtime_globals(data_sizes: Sequence[int]) -> tuple[RuntimeGlobal, ...]:
@@ -338,6 +396,7 @@ def _check_runtime_globals(module: llvm.ModuleRef, target: Target, data_buffers:
         PRINTF_BUFFER_GLOBAL: target.buffer_type,
         ABORT_BUFFER_GLOBAL: target.buffer_type,
         VALIDATION_SIZES_GLOBAL: f"[{data_buffers} x i64]",
+        VALIDATION_RANGES_GLOBAL: target.buffer_type,
         INSTRUMENTATION_BUFFER_GLOBAL: target.buffer_type,
         RACES_SHADOW_GLOBAL: f"[{data_buffers} x ptr]",
     }
@@ -422,15 +481,16 @@ def _anonymous(size: int) -> mmap.mmap:
 
 
 def _result(device: str, ran: DeviceRun, lowered: LoweredModule, data_count: int) -> RunResult:
-    (printf_image, abort_image, *rest), status = ran.images, ran.status
-    data_images, runtime_images = rest[:data_count], rest[data_count:]
+    printf_image, abort_image = ran.images[:2]
+    data_images, runtime_images = ran.images[2 : 2 + data_count], list(ran.images[2 + data_count :])
+    status = ran.status
     profile = None
     if lowered.instrumentation is not None:
         counts = read_counters(runtime_images.pop(0)[:-GUARD_BYTES], lowered.instrumentation)
         profile = Profile(lowered.instrumentation, counts)
-    races = None
+    races, race_images = None, runtime_images[: _shadow_count(lowered, data_count)]
     if lowered.races is not None:
-        named = [(f"shadow {number}", image[:-GUARD_BYTES]) for number, image in enumerate(runtime_images)]
+        named = [(f"shadow {number}", image[:-GUARD_BYTES]) for number, image in enumerate(race_images)]
         races = tuple(race_reports(lowered.races, read_shadows(lowered.races, named)))
     printf_buffer, printf_guard = printf_image[:-GUARD_BYTES], printf_image[-GUARD_BYTES:]
     abort_buffer, abort_guard = abort_image[:-GUARD_BYTES], abort_image[-GUARD_BYTES:]
@@ -438,7 +498,7 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule, data_count: int
     abort = decode_abort_buffer(abort_buffer, table)
     validation = lowered.validation
     printf: PrintfDecoding
-    reports: tuple[SiteReport, ...] | None = None
+    reports: tuple[CheckReport, ...] | None = None
     if validation is None:
         printf = decode_printf_buffer(printf_buffer, table)
     else:
@@ -447,13 +507,14 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule, data_count: int
         reports = tuple(found)
     return RunResult(
         device=device,
-        ending=_ending(abort, status),
+        ending=_ending(abort, status, reports or ()),
         status=status,
         printf=printf,
         validation=reports,
+        validation_table=validation,
         races=races,
-        race_shadows=tuple(image[:-GUARD_BYTES] for image in runtime_images),
-        race_guards=tuple(image[-GUARD_BYTES:] for image in runtime_images),
+        race_shadows=tuple(image[:-GUARD_BYTES] for image in race_images),
+        race_guards=tuple(image[-GUARD_BYTES:] for image in race_images),
         profile=profile,
         listing=lowered.listing,
         lowering_warnings=lowered.warnings,
@@ -467,15 +528,18 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule, data_count: int
     )
 
 
-def _ending(abort: AbortDecoding, status: DeviceStatus) -> Ending:
-    """An abort record says the device was lost by an abort, however the worker ended; else its status."""
+def _ending(abort: AbortDecoding, status: DeviceStatus, reports: Sequence[CheckReport]) -> Ending:
+    """An abort record says the device was lost by an abort, however the worker ended; else its status.
+    A device lost after an invocation recorded reaching `unreachable` (SPEC 13) ended as an abort."""
     if abort.device_lost:
         return Ending.ABORTED
     if status.finished:
         return Ending.COMPLETED
     if status.interruption is not None:
         return Ending.INTERRUPTED
-    return Ending.TIMED_OUT if status.timed_out else Ending.CRASHED
+    if status.timed_out:
+        return Ending.TIMED_OUT
+    return Ending.ABORTED if any(report.site.kind == UNREACHABLE for report in reports) else Ending.CRASHED
 
 
 def _require_positive(**values: float) -> None:

@@ -29,7 +29,7 @@ from ..targets.target import Target, get_target
 from .cuda_driver import CudaDriver, DriverMissing
 from .device import ABORT_IMAGE, WORKER_MODULES, DeviceError, DeviceRun, EntryPoint, Image, Launch
 from .nvptx_worker import KERNEL_NAME
-from .worker import WorkerDevice, runtime_globals_job
+from .worker import WorkerDevice, live_ranges_job, runtime_globals_job
 
 KERNEL_MAX_INVOCATIONS = (1 << 32) - 1  # the kernel takes the count as a u32, one short of the IDs
 TARGET: Target = get_target("nvptx")
@@ -62,10 +62,11 @@ class NvptxDevice(WorkerDevice):
         job = {
             "ptx": kernel_ptx(launch.ir, launch.entry, runtime_globals=names),
             "invocations": launch.invocations,
-            "printf_on_host": _may_abort(launch),
+            "printf_on_host": _may_abort(launch) or launch.traps,
             "data_buffers": launch.entry.data_buffers,
             "device_images": list(launch.device_images),
             "globals": [{**item, "ptx_name": ptx_name(item["name"])} for item in runtime_globals_job(launch)],
+            "live_ranges": live_ranges_job(launch),
         }
         return self.run_in_worker(job, images, launch.timeout)
 

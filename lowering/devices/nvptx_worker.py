@@ -27,7 +27,7 @@ from .cuda_driver import (
     CudaError,
     DriverMissing,
 )
-from .worker import Job, Unavailable, pointer_array, serve, whole_pages
+from .worker import Job, Unavailable, live_range_table, pointer_array, serve, whole_pages
 
 KERNEL_NAME = "dprintf_kernel"
 BLOCK_THREADS = 256
@@ -74,6 +74,7 @@ class GpuRun:
         module = driver.load_module(job["ptx"])
         self.kernel = driver.kernel(module, KERNEL_NAME)
         addresses = [self.printf, self.abort, *self.data, *self.runtime]
+        self._fill_live_ranges(job, addresses)
         for item in job["globals"]:
             image = item["image"]
             if image is not None:
@@ -88,6 +89,18 @@ class GpuRun:
             if found is not None and value:
                 source = ctypes.create_string_buffer(value)
                 driver.copy_to_device(found[0], ctypes.addressof(source), len(value))
+
+    def _fill_live_ranges(self, job: Job, addresses: list[int]) -> None:
+        """Write the table of live ranges (SPEC 13), now that the images' device addresses are known, into
+        its image, and into its device copy when it has one."""
+        table = live_range_table(job, addresses)
+        if table is None:
+            return
+        image, content = table
+        host = self.host + job["regions"][image][0]
+        ctypes.memmove(host, content, len(content))
+        if any(device == addresses[image] for _, device, _ in self.copies):
+            self.driver.copy_to_device(addresses[image], host, len(content))
 
     def _mapped(self, region: tuple[int, int, list]) -> int:
         """Pin an image's pages and map them for the GPU; its address, the same on both sides."""

@@ -44,7 +44,7 @@ from typing import Any, Protocol
 
 from metadata.decoding.helper_process import become_helper
 
-from .device import SITE_FREE_WORKERS, DeviceError, DeviceRun, DeviceStatus, Image, Launch
+from .device import SITE_FREE_WORKERS, DeviceError, DeviceRun, DeviceStatus, Image, Launch, LiveRangeImages
 
 RUNNING = "running"
 COMPLETED = "completed"
@@ -67,6 +67,21 @@ def whole_pages(size: int) -> int:
 
 
 # The harness side.
+
+
+def live_ranges_job(launch: Launch) -> dict[str, Any] | None:
+    """The launch's table of live ranges as the worker's job carries it."""
+    return launch.live_ranges.to_job() if launch.live_ranges is not None else None
+
+
+def live_range_table(job: Job, addresses: Sequence[int]) -> tuple[int, bytes] | None:
+    """The worker's side: the image of the table of live ranges and its bytes, the images being at
+    `addresses` on the device (SPEC 13); None when the job has no table."""
+    found = job.get("live_ranges")
+    if found is None:
+        return None
+    table = LiveRangeImages.from_job(found)
+    return table.image, table.table(addresses)
 
 
 def runtime_globals_job(launch: Launch) -> list[dict[str, Any]]:

@@ -183,6 +183,19 @@ class Instruction:
                 return int(tokens[index + 2][1])
         return None
 
+    def with_arguments(self, extra: str) -> Instruction:
+        """This call with `extra` (typed operands, comma-separated) appended to its arguments."""
+        tokens = self.tokens
+        callee = self.call()
+        if callee is None:
+            raise ValueError(f"{self.text!r} calls nothing")
+        at = next(
+            n for n, token in enumerate(tokens[:-1]) if token[1] == callee.callee and tokens[n + 1][1] == "("
+        )
+        close = closing(tokens, at + 1)
+        separator = ", " if callee.arguments else ""
+        return Instruction(f"{text_of(tokens, 0, close)}{separator}{extra}{text_of(tokens, close)}")
+
     def renamed(self, result: str) -> Instruction:
         """This instruction defining `result` instead of its own result."""
         own = self.result
@@ -316,6 +329,14 @@ class Function:
         tokens = self._tokens
         close = closing(tokens, self._name_index + 1)
         return [token for _, token in tokens[close + 1 :] if token != "{"]
+
+    def add_parameters(self, extra: str) -> None:
+        """Give the function the parameters `extra` (typed, named, comma-separated) after its own."""
+        tokens = self._tokens
+        close = closing(tokens, self._name_index + 1)
+        separator = ", " if self.parameters else ""
+        self.header = f"{text_of(tokens, 0, close)}{separator}{extra}{text_of(tokens, close)}"
+        self._tokens = tokenize(self.header)
 
     def remove_word(self, word: str) -> None:
         """Drop the keyword `word` from the header (a calling convention, an attribute)."""

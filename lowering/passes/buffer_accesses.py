@@ -146,6 +146,12 @@ def entry_names(module: Module, buffer_type: str) -> set[str]:
 
 def entries(module: Module, buffer_type: str) -> list[Entry]:
     """The functions taking the printf buffer, maybe the abort buffer, the ID, then data buffers."""
+    return [entry for entry in all_entries(module, buffer_type) if entry.data_buffers]
+
+
+def all_entries(module: Module, buffer_type: str) -> list[Entry]:
+    """The functions taking the printf buffer, maybe the abort buffer, the ID, then any number of data
+    buffers (none too: SPEC 7's entries, which checks other than those of data buffers look at)."""
     entries = []
     for function in module.definitions():
         parameters = function.parameters
@@ -153,7 +159,7 @@ def entries(module: Module, buffer_type: str) -> list[Entry]:
         for skipped in (1, 2):
             head = [buffer_type] * skipped + ["i32"]
             rest = types[len(head) :]
-            if types[: len(head)] == head and rest and all(found == buffer_type for found in rest):
+            if types[: len(head)] == head and all(found == buffer_type for found in rest):
                 names = [parameter.value for parameter in parameters]
                 buffers = parameters[len(head) :]
                 minimum = tuple(_dereferenceable(parameter.attributes) for parameter in buffers)

@@ -32,7 +32,7 @@ class Options:
 
     target: Target
     dialect: str = C_DIALECT
-    validate: bool = False  # bounds checks on data buffers (SPEC 11)
+    validate: frozenset[str] = frozenset()  # the classes of checks (SPEC 11, 13): bounds, ub, init
     instrument: bool = False  # every block counts its entries (SPEC 10)
     races: bool = False  # data-buffer accesses recorded for races between invocations (SPEC 12)
 

@@ -10,7 +10,7 @@ type is packed) and builds the helpers with `llvmlite.ir`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
@@ -211,6 +211,7 @@ class HelperSet:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self._by_key: dict[tuple, Helper] = {}
+        self._builders: list[Callable[[ir.Module], None]] = []
 
     def __iter__(self) -> Iterator[Helper]:
         return iter(self._by_key.values())
@@ -245,6 +246,11 @@ class HelperSet:
         """A helper a pass built itself (validation's report), defined with the others."""
         self._by_key[(key,)] = helper
 
+    def add_builder(self, build: Callable[[ir.Module], None]) -> None:
+        """More functions a pass defines in the helpers' module once the helpers are (validation's,
+        which call the report helpers)."""
+        self._builders.append(build)
+
     def declarations(self) -> list[str]:
         """Each helper declared, for a module parsed before they are defined."""
         return [
@@ -268,4 +274,6 @@ class HelperSet:
         }
         for helper in self:
             define_helper(built, helper, target, reserves[helper.buffer_type] if helper.aggregated else None)
+        for build in self._builders:
+            build(built)
         return built

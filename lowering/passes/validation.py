@@ -1,228 +1,437 @@
-"""GPU-assisted validation (SPEC section 11): every access to a data buffer checked before it happens.
+"""GPU-assisted validation (SPEC sections 11 and 13): the checks `--validate` compiles into the shader.
 
-An entry takes the printf buffer, maybe the abort buffer, the invocation ID, then its data buffers. In an
-entry, a pointer derives from a data buffer when it is the parameter or a GEP, phi, select or cast of
-pointers that all derive from that one buffer. Each load, store, atomic and `llvm.memcpy`/`memmove`/
-`memset` through such a pointer becomes
+The classes (`Options.validate`, `metadata.validation.checks_of`):
 
-    offset = ptrtoint(pointer) - ptrtoint(buffer); size = @lgc.validation.buffer.sizes[k]
-    br (offset >= 0 && offset + bytes <= size), access, fail
-    fail:   a printf entry with the site's ID: invocation ID, offset, size; then to join
-    access: the access; then to join
-    join:   a load's value is a phi of the loaded value and zero
+- `bounds`: every load, store, atomic and `llvm.memcpy`/`memmove`/`memset` through a pointer that derives
+  from one data buffer of the entry (`buffer_accesses`) is checked against that buffer's size
+  (`@lgc.validation.buffer.sizes`):
 
-so that a failed check skips the access and the invocation goes on. The pass runs after inlining into
-the entries; an access through a buffer-space pointer that no data buffer explains (in a function that
-is still called, being `noinline`; through a pointer loaded from memory; mixing buffers) is left alone
-and counted as unchecked.
+      offset = ptrtoint(pointer) - ptrtoint(buffer); size = @lgc.validation.buffer.sizes[k]
+      br (offset >= 0 && offset + bytes <= size), access, fail
+
+  and every other access through a buffer-space pointer (loaded from memory, made by `inttoptr`, mixing
+  buffers, in a function that was not inlined) against the runtime's table of live ranges
+  (`@lgc.validation.ranges`), behind a one-entry cache per invocation (`validation_helpers.find`). A
+  failed check skips the access (a load yields zero), so the invocation goes on.
+- `ub`: before each integer division and remainder, shift and `fptosi`/`fptoui`, a test of its operands
+  (`undefined_behaviour`); a failing one skips the instruction, whose result is then 0. An `unreachable`
+  reached writes its record, then ends the invocation as an abort does: a fence and `llvm.trap`.
+- `init` (with `bounds`): a load (atomic, memcpy source) of bytes whose bits in the buffer's shadow are
+  clear is reported and goes on; every store (atomic, memset, memcpy destination) sets its bits.
+
+Every failed check writes a printf entry with its site's ID and record (`metadata.validation`), through
+the printf buffer and with the invocation ID of its function's frame (`check_frames`). The pass runs
+after inlining into the entries; a function still called (being `noinline`) gets two more parameters,
+the printf buffer and the invocation ID, which its callers pass. Accesses still not checked (of a size
+the pass cannot know) are counted, with why, in `.unchecked`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 import llvmlite.ir as ir
 
-from metadata.validation import SITE_LAYOUT, Site, Unchecked, ValidationTable
+from metadata.validation import BOUNDS, INIT, RANGE, UB, UNREACHABLE, Site, Unchecked, ValidationTable
 from metadata.wire import entry_header
 
-from ..ir.lexer import global_name
-from ..ir.model import Block, Function, Instruction, Module
+from ..ir.lexer import bare_name, global_name
+from ..ir.model import Function, Instruction, Module
 from ..ir.types import parse_type
-from ..targets.machines import module_layout
-from ..targets.runtime_globals import VALIDATION_SIZES_GLOBAL
+from ..targets.machines import alloca_address_space, module_layout
+from ..targets.runtime_globals import VALIDATION_RANGES_GLOBAL, VALIDATION_SIZES_GLOBAL
+from . import validation_helpers as helpers
 from .buffer_accesses import (
-    Access,
     Entry,
     TypeSizes,
     accesses,
+    all_entries,
     constant_offsets,
     derivations,
-    entries,
     in_bounds,
     source_of,
 )
+from .check_frames import Frame, Frames
 from .context import RUNTIME_BUFFER_TYPE, PassContext
-from .helpers import PRINTF, Argument, Helper, classify, signed64
+from .guards import Checked, CheckedAccess, block_of, debug_of
+from .helpers import ABORT, PRINTF, Argument, Helper, classify, signed64
+from .undefined_behaviour import UB_OPCODES, ub_test
 
-
-@dataclass(frozen=True, slots=True)
-class FailedCheck:
-    """What a failed check reports: into the printf buffer, for its site, the invocation ID, offset and
-    size (IR values), at the access's `!dbg` (`, !dbg !N`, or empty)."""
-
-    printf_buffer: str
-    site: Site
-    invocation: str
-    offset: str
-    size: str
-    debug: str
-
-
-ReportCall = Callable[[FailedCheck], Instruction]  # the instruction that writes a failed check's entry
+_READS = frozenset({"load", "atomic", "memcpy", "memmove"})  # a memcpy or memmove reads its source
+_WRITES = frozenset({"store", "atomic", "memset"})
+_SIZE_UNKNOWN = "an access of a type whose size is not known"
+_DEVICE_SCOPES = {"nvptx": "device", "amdpal": "agent"}  # each target's sync scope of the whole device
 
 
 def run(context: PassContext) -> None:
-    """Check every data-buffer access of the module's entries (inlined into them by
-    `buffer_accesses.inline_into_entries`), each failed check writing a printf entry with its site's ID;
-    the table goes to the context."""
-    arguments = tuple(classify(f"i{arg_type.bits}") for arg_type in SITE_LAYOUT)  # integers only
-    helper = Helper(
-        f"{context.prefix}validation.report",
-        PRINTF,
-        RUNTIME_BUFFER_TYPE,
-        tuple(argument for argument in arguments if isinstance(argument, Argument)),
-    )
-    context.helpers.add("validation", helper)
-
-    def report(failed: FailedCheck) -> Instruction:
-        header = signed64(entry_header(failed.site.index, helper.entry_dwords))
-        values = f"i32 {failed.invocation}, i64 {failed.offset}, i64 {failed.size}"
-        arguments = f"{RUNTIME_BUFFER_TYPE} {failed.printf_buffer}, i64 {header}, {values}"
-        return Instruction(f"call void {global_name(helper.name)}({arguments}){failed.debug}")
-
-    data_layout = module_layout(context.target.name)[1]
-    context.validation = instrument(context.module, RUNTIME_BUFFER_TYPE, data_layout, context.prefix, report)
+    """Put the checks of `context.options.validate` into the module's entries and the functions they
+    still call; the table goes to the context."""
+    checks = context.options.validate
+    table_type = "ptr addrspace(1)" if context.target.resource_globals else RUNTIME_BUFFER_TYPE
+    instrumentation = _Instrumentation(context, checks, table_type)
+    instrumentation.run()
+    context.validation = instrumentation.table()
 
 
-def instrument(
-    module: Module, buffer_type: str, data_layout: str, prefix: str, report: ReportCall
-) -> ValidationTable:
-    """Check every data-buffer access of `module`'s entries (functions whose parameters are SPEC 11's)
-    but those provably in bounds; the sites, the unchecked accesses and the checks removed. Types have
-    the sizes of `data_layout`; new names start with `prefix`."""
-    instrumentation = _Instrumentation(module, buffer_type, data_layout, prefix, report)
-    for function in list(module.definitions()):
-        instrumentation.run_on(function)
-    return instrumentation.finish()
+class _Writers:
+    """The printf helpers that write failed checks' records, one per record layout, made on first use."""
 
+    def __init__(self, context: PassContext) -> None:
+        self.context = context
+        self.made: dict[tuple[str, ...], Helper] = {}
 
-class _Instrumentation:
-    """One module's checks: the entries, and what has been found so far."""
-
-    def __init__(
-        self, module: Module, buffer_type: str, data_layout: str, prefix: str, report: ReportCall
-    ) -> None:
-        self.module = module
-        self.buffer_type = buffer_type
-        self.prefix = prefix
-        self.report = report
-        self.sizes = TypeSizes(data_layout)
-        self.entries = {entry.function.name: entry for entry in entries(module, buffer_type)}
-        self.references = module.reference_counts()
-        self.sites: list[Site] = []
-        self.unchecked: Counter[tuple[str, str | None]] = Counter()
-        self.removed = 0
-
-    def run_on(self, function: Function) -> None:
-        """Check the accesses of `function`; count them unchecked outside an entry."""
-        entry = self.entries.get(function.name)
-        if entry is None and self.references[function.name] <= 1:
-            return  # called from nowhere in the module (inlined everywhere): its copies are checked
-        roots = derivations(function, entry) if entry is not None else {}
-        offsets = constant_offsets(function, entry, self.sizes) if entry is not None else {}
-        for _, instruction in list(function.instructions()):
-            for access in accesses(instruction):
-                if access.pointer_type != self.buffer_type or access.bytes is None:
-                    continue
-                root = roots.get(access.pointer)
-                source = source_of(self.module, instruction)
-                if entry is None or root is None:
-                    self.unchecked[function.name, source] += 1
-                    continue
-                size = access.bytes if isinstance(access.bytes, int) else None
-                if in_bounds(offsets.get(access.pointer), size, entry.minimum_bytes[root]):
-                    self.removed += 1
-                    continue
-                site = Site.new(access.kind, size, root, entry.data_buffers[root], function.name, source)
-                check = _Check(entry, site, access, self.buffer_type, f"{self.prefix}v{len(self.sites)}.")
-                self.sites.append(site)
-                check.guard(function, instruction, self.report)
-
-    def finish(self) -> ValidationTable:
-        """Declare the sizes global the checks read; the table."""
-        if self.sites and VALIDATION_SIZES_GLOBAL not in self.module.globals:
-            count = max(len(entry.data_buffers) for entry in self.entries.values())
-            self.module.add_global(
-                f"{global_name(VALIDATION_SIZES_GLOBAL)} = external global [{count} x i64]"
+    def helper(self, site: Site) -> Helper:
+        layout = tuple(arg_type.token for arg_type in site.layout)
+        if layout not in self.made:
+            arguments = tuple(classify(token.replace("f64", "double")) for token in layout)
+            name = f"{self.context.prefix}validation.report.{len(self.made)}"
+            helper = Helper(
+                name, PRINTF, RUNTIME_BUFFER_TYPE, tuple(a for a in arguments if isinstance(a, Argument))
             )
+            self.context.helpers.add(name, helper)
+            self.made[layout] = helper
+        return self.made[layout]
+
+    def call(self, site: Site, frame: Frame, values: Iterable[str], debug: str) -> Instruction:
+        """The call writing a failed check's record: the invocation ID, then `values` (typed)."""
+        helper = self.helper(site)
+        header = signed64(entry_header(site.index, helper.entry_dwords))
+        arguments = ", ".join(
+            [f"{RUNTIME_BUFFER_TYPE} {frame.printf}", f"i64 {header}", f"i32 {frame.invocation}", *values]
+        )
+        return Instruction(f"call void {global_name(helper.name)}({arguments}){debug}")
+
+    def header(self, site: Site) -> str:
+        return str(signed64(entry_header(site.index, self.helper(site).entry_dwords)))
+
+
+class _Sites:
+    """One module's checks so far: the sites, what is left unchecked or removed, the record writers."""
+
+    def __init__(self, context: PassContext, checks: frozenset[str], table_type: str) -> None:
+        self.context = context
+        self.module: Module = context.module
+        self.checks = checks
+        self.table_type = table_type
+        self.cache_type = f"ptr addrspace({alloca_address_space(context.target.name)})"
+        self.sizes = TypeSizes(module_layout(context.target.name)[1])
+        self.entries = _entries(self.module)
+        self.writers = _Writers(context)
+        self.sites: list[Site] = []
+        self.unchecked: Counter[tuple[str, str | None, str]] = Counter()
+        self.removed = 0
+        self.checks_made = 0
+        self.ranges_used = False
+        self.declarations: set[str] = set()
+        self.abort_helpers = {helper.name for helper in context.helpers if helper.kind == ABORT}
+
+    def _site(
+        self,
+        kind: str,
+        size: int | None,
+        buffer: int,
+        name: str,
+        function: Function,
+        source: str | None,
+        check: str,
+        value_type: str | None = None,
+    ) -> Site:
+        site = Site.new(
+            kind,
+            size,
+            buffer,
+            name,
+            function.name,
+            source,
+            ordinal=len(self.sites),
+            check=check,
+            value_type=value_type,
+        )
+        self.sites.append(site)
+        return site
+
+    def _names(self) -> str:
+        """A fresh prefix for the names of one check's instructions and blocks."""
+        self.checks_made += 1
+        return f"{self.context.prefix}v{self.checks_made}."
+
+    def table(self) -> ValidationTable:
         unchecked = (
-            Unchecked(function, source, count) for (function, source), count in self.unchecked.items()
+            Unchecked(function, source, count, reason)
+            for (function, source, reason), count in self.unchecked.items()
         )
-        return ValidationTable(tuple(self.sites), tuple(unchecked), self.removed)
+        names = max((entry.data_buffers for entry in self.entries.values()), key=len, default=())
+        checks = tuple(check for check in (BOUNDS, UB, INIT) if check in self.checks)
+        return ValidationTable(tuple(self.sites), tuple(unchecked), self.removed, checks, names)
 
 
-@dataclass(frozen=True, slots=True)
-class _Check:
-    """The check of one access: its entry, site, access, the buffers' type, and the prefix of its names."""
+class _AccessChecks(_Sites):
+    """The checks of accesses (`bounds`, `init`): against a data buffer's size, the live ranges, the
+    shadows."""
 
-    entry: Entry
-    site: Site
-    access: Access
-    buffer_type: str
-    names: str
+    def _access(self, checked: CheckedAccess, offsets: dict[str, int]) -> None:
+        access, function = checked.access, checked.function
+        source = source_of(self.module, checked.instruction)
+        if access.bytes is None:
+            self.unchecked[function.name, source, _SIZE_UNKNOWN] += 1
+            return
+        size = access.bytes if isinstance(access.bytes, int) else None
+        entry, root = checked.entry, checked.root
+        if entry is not None and root is not None:
+            if in_bounds(offsets.get(access.pointer), size, entry.minimum_bytes[root]):
+                self.removed += 1
+                offset = f"{offsets[access.pointer]}"
+            else:
+                site = self._site(access.kind, size, root, entry.data_buffers[root], function, source, BOUNDS)
+                offset = self._bounds(checked, site)
+            if INIT in self.checks:
+                self._init(checked, site_buffer=(root, entry.data_buffers[root]), offset=offset)
+            return
+        site = self._site(access.kind, size, -1, "", function, source, RANGE)
+        self._range(checked, site)
 
-    def guard(self, function: Function, instruction: Instruction, report: ReportCall) -> None:
-        """Put `instruction` behind this check (see the module docstring)."""
-        names = self.names
-        access_label, fail_label, join_label = (f"{names}{part}" for part in ("access", "fail", "join"))
-        block = next(block for block in function.blocks or () if instruction in block.instructions)
-        following = block.instructions[block.instructions.index(instruction) + 1]
-        access_block = function.split_block(block, instruction, access_label)
-        join_block = function.split_block(access_block, following, join_label)
-        debug = f", !dbg !{instruction.debug_node}" if instruction.debug_node is not None else ""
-        block.instructions[-1:] = [Instruction(line) for line in self._check(access_label, fail_label, debug)]
-        entry = self.entry
-        offset, size = f"%{names}offset", f"%{names}size"
-        failed = report(FailedCheck(entry.printf_buffer, self.site, entry.invocation, offset, size, debug))
-        function.insert_block(
-            access_block, Block(fail_label, [failed, Instruction(f"br label %{join_label}")])
-        )
-        result = instruction.result
-        if result is not None:
-            value = f"%{names}value"
-            access_block.instructions[0] = instruction.renamed(value)
-            value_type = _result_type(instruction)
-            incoming = f"[ {value}, %{access_label} ], [ {_zero(value_type)}, %{fail_label} ]"
-            join_block.instructions.insert(0, Instruction(f"{result} = phi {value_type} {incoming}"))
-
-    def _check(self, access_label: str, fail_label: str, debug: str) -> list[str]:
-        """`offset >= 0 && offset + bytes <= size`, then the branch."""
-        names, buffer_type, site = self.names, self.buffer_type, self.site
-        count = len(self.entry.data_buffers)
+    def _bounds(self, checked: CheckedAccess, site: Site) -> str:
+        """The check against the size of the access's data buffer; the offset's IR value."""
+        names = self._names()
+        entry, access = checked.entry, checked.access
+        assert entry is not None
+        count = len(entry.data_buffers)
         sizes = global_name(VALIDATION_SIZES_GLOBAL)
-        size_at = f"getelementptr [{count} x i64], ptr {sizes}, i64 0, i64 {site.buffer}"
-        return [
-            f"%{names}address = ptrtoint {buffer_type} {self.access.pointer} to i64",
-            f"%{names}base = ptrtoint {buffer_type} {self.entry.data_buffers[site.buffer]} to i64",
+        if VALIDATION_SIZES_GLOBAL not in self.module.globals:
+            most = max(len(found.data_buffers) for found in self.entries.values())
+            self.module.add_global(f"{sizes} = external global [{most} x i64]")
+        lines = [
+            f"%{names}address = ptrtoint {access.pointer_type} {access.pointer} to i64",
+            f"%{names}base = ptrtoint {access.pointer_type} {entry.data_buffers[site.buffer]} to i64",
             f"%{names}offset = sub i64 %{names}address, %{names}base",
-            f"%{names}size.at = {size_at}",
+            f"%{names}size.at = getelementptr [{count} x i64], ptr {sizes}, i64 0, i64 {site.buffer}",
             f"%{names}size = load i64, ptr %{names}size.at, align 8",
-            f"%{names}end = add i64 %{names}offset, {self.access.bytes}",
+            f"%{names}end = add i64 %{names}offset, {access.bytes}",
             f"%{names}low = icmp sge i64 %{names}offset, 0",
             f"%{names}high = icmp ule i64 %{names}end, %{names}size",
             f"%{names}ok = and i1 %{names}low, %{names}high",
-            f"br i1 %{names}ok, label %{access_label}, label %{fail_label}{debug}",
         ]
+        values = [f"i64 %{names}offset", f"i64 %{names}size"]
+        checked.guard(
+            lines, f"%{names}ok", [self.writers.call(site, checked.frame, values, checked.debug)], names
+        )
+        return f"%{names}offset"
+
+    def _range(self, checked: CheckedAccess, site: Site) -> None:
+        """The check against the table of live ranges; with `init`, then the shadow of the range found."""
+        names, frame, access = self._names(), checked.frame, checked.access
+        self.ranges_used = True
+        table = frame.live_ranges()
+        find = global_name(self._helper_name("find.shadow" if INIT in self.checks else "find"))
+        lines = [
+            f"%{names}address = ptrtoint {access.pointer_type} {access.pointer} to i64",
+            f"%{names}end = add i64 %{names}address, {access.bytes}",
+            f"%{names}status = call i64 {find}({self.table_type} {table}, {self.cache_type} "
+            f"%{frame.names}cache, i64 %{names}address, i64 %{names}end)",
+            f"%{names}ok = icmp eq i64 %{names}status, -1",
+            f"%{names}below = sub i64 %{names}status, 1",
+        ]
+        failure = global_name(self._helper_name("range.failure"))
+        self.writers.helper(site)
+        arguments = ", ".join(
+            [
+                f"{RUNTIME_BUFFER_TYPE} {frame.printf}",
+                f"i64 {self.writers.header(site)}",
+                f"i32 {frame.invocation}",
+                f"{self.table_type} {table}",
+                f"i64 %{names}address",
+                f"i64 %{names}below",
+            ]
+        )
+        report = Instruction(f"call void {failure}({arguments}){checked.debug}")
+        checked.guard(lines, f"%{names}ok", [report], names)
+        if INIT in self.checks:
+            self._init(checked, site_buffer=None, offset=None)
+
+    def _init(self, checked: CheckedAccess, site_buffer: tuple[int, str] | None, offset: str | None) -> None:
+        """The shadow's part: a read of bytes never written reported (and the access goes on), a write
+        marked. `site_buffer` is the data buffer the access is attributed to (position, name), and
+        `offset` the access's offset in it; None: the range found through the cache."""
+        access, frame = checked.access, checked.frame
+        names = self._names()
+        if site_buffer is not None:
+            assert offset is not None
+            shadow, buffer = frame.shadow(site_buffer[0]), str(site_buffer[0])
+            lines = []
+        else:
+            cache = f"%{frame.names}cache"
+            slot = f"getelementptr i64, {self.cache_type} {cache}"
+            lines = [
+                f"%{names}base.at = {slot}, i64 {helpers.CACHE_BEGIN}",
+                f"%{names}base = load i64, {self.cache_type} %{names}base.at, align 8",
+                f"%{names}shadow.at = {slot}, i64 {helpers.CACHE_SHADOW}",
+                f"%{names}shadow = load i64, {self.cache_type} %{names}shadow.at, align 8",
+                f"%{names}id.at = {slot}, i64 {helpers.CACHE_ID}",
+                f"%{names}id = load i64, {self.cache_type} %{names}id.at, align 8",
+                f"%{names}address = ptrtoint {access.pointer_type} {access.pointer} to i64",
+                f"%{names}offset = sub i64 %{names}address, %{names}base",
+            ]
+            shadow, buffer, offset = f"%{names}shadow", f"%{names}id", f"%{names}offset"
+        arguments = f"i64 {shadow}, i64 {offset}, i64 {access.bytes}"
+        if access.kind in _READS and not checked.is_destination:
+            source = source_of(self.module, checked.instruction)
+            buffer_index, buffer_name = site_buffer if site_buffer is not None else (-1, "")
+            size = access.bytes if isinstance(access.bytes, int) else None
+            site = self._site(access.kind, size, buffer_index, buffer_name, checked.function, source, INIT)
+            check = global_name(self._helper_name("shadow.check"))
+            lines += [
+                f"%{names}first = call i64 {check}({arguments})",
+                f"%{names}ok = icmp eq i64 %{names}first, -1",
+            ]
+            report = self.writers.call(site, frame, [f"i64 %{names}first", f"i64 {buffer}"], checked.debug)
+            checked.guard(lines, f"%{names}ok", [report], names, skip=False)
+            lines = []
+        if access.kind in _WRITES or checked.is_destination:
+            mark = global_name(self._helper_name("shadow.mark"))
+            lines.append(f"call void {mark}({arguments})")
+        if lines:
+            checked.insert(lines)
+        self.ranges_used = True
+
+    def _helper_name(self, what: str) -> str:
+        return f"{self.context.prefix}validation.{what}"
+
+    def _define_range_helpers(self) -> None:
+        """Define the helpers of the table and the shadows with the printf helpers (whose writer of a
+        range's record `range.failure` calls) once those are built."""
+        buffer_type = parse_type(RUNTIME_BUFFER_TYPE)
+        table_type = parse_type(self.table_type)
+        cache_type = parse_type(self.cache_type)
+        writer_site = next((site for site in self.sites if site.check == RANGE), None)
+        writer = self.writers.helper(writer_site).name if writer_site is not None else None
+        name = self._helper_name
+        scope = _DEVICE_SCOPES.get(self.context.target.name)
+
+        def build(module: ir.Module) -> None:
+            search = helpers.define_search(module, name("search"), table_type)
+            helpers.define_find(module, name("find"), table_type, cache_type, search, shadows=False)
+            helpers.define_find(module, name("find.shadow"), table_type, cache_type, search, shadows=True)
+            if writer is not None:
+                function = module.get_global(writer)
+                helpers.define_range_failure(module, name("range.failure"), buffer_type, table_type, function)
+            helpers.define_shadow_check(module, name("shadow.check"), table_type, scope)
+            helpers.define_shadow_mark(module, name("shadow.mark"), table_type, scope)
+
+        self.context.helpers.add_builder(build)
+        if VALIDATION_RANGES_GLOBAL not in self.module.globals:
+            self.module.add_global(
+                f"{global_name(VALIDATION_RANGES_GLOBAL)} = external global {self.table_type}"
+            )
 
 
-def _result_type(instruction: Instruction) -> str:
-    items = instruction.operands
-    if instruction.opcode == "load":
-        return items[0].type
-    if instruction.opcode == "atomicrmw":
-        return items[1].type
-    return f"{{ {items[1].type}, i1 }}"
+class _Instrumentation(_AccessChecks):
+    """The checks of one module: the frames, then each function's accesses and undefined behaviour."""
+
+    def run(self) -> None:
+        frames = Frames(
+            self.context, self.entries, self.needs_checks, self.table_type, self.cache_type
+        ).build()
+        for function in list(self.module.definitions()):
+            frame = frames.get(function.name)
+            if frame is not None:
+                self.run_on(function, frame)
+        for function in self.module.definitions():
+            frame = frames.get(function.name)
+            if frame is not None and frame.prologue and function.blocks:
+                function.blocks[0].instructions[:0] = frame.prologue
+        for declaration in sorted(self.declarations):
+            self.module.add_declaration(declaration)
+        if self.ranges_used:
+            self._define_range_helpers()
+
+    def needs_checks(self, function: Function) -> bool:
+        """Whether `function` has an instruction some class of checks looks at."""
+        for _, instruction in function.instructions():
+            opcode = instruction.opcode
+            if BOUNDS in self.checks and any(
+                access.pointer_type == RUNTIME_BUFFER_TYPE for access in accesses(instruction)
+            ):
+                return True
+            if UB in self.checks and (opcode in UB_OPCODES or opcode == UNREACHABLE):
+                return True
+        return False
+
+    def run_on(self, function: Function, frame: Frame) -> None:
+        """Check the instructions of `function`."""
+        entry = self.entries.get(function.name)
+        roots = derivations(function, entry) if entry is not None else {}
+        offsets = constant_offsets(function, entry, self.sizes) if entry is not None else {}
+        definitions = {
+            instruction.result: instruction
+            for _, instruction in function.instructions()
+            if instruction.result is not None
+        }
+        previous: Instruction | None = None
+        for _, instruction in list(function.instructions()):
+            if BOUNDS in self.checks:
+                for access in accesses(instruction):
+                    if access.pointer_type == RUNTIME_BUFFER_TYPE:
+                        root = roots.get(access.pointer)
+                        checked = CheckedAccess(function, frame, instruction, access, entry, root)
+                        self._access(checked, offsets)
+            if UB in self.checks and instruction.opcode in UB_OPCODES:
+                self._undefined(function, frame, instruction, definitions)
+            if UB in self.checks and instruction.opcode == UNREACHABLE and not self._ends_call(previous):
+                self._unreachable(function, frame, instruction)
+            previous = instruction
+
+    def _undefined(
+        self, function: Function, frame: Frame, instruction: Instruction, definitions: dict[str, Instruction]
+    ) -> None:
+        names = self._names()
+        test = ub_test(instruction, names, definitions)
+        if test is None:
+            self.removed += 1
+            return
+        self.declarations.update(test.declarations)
+        source = source_of(self.module, instruction)
+        site = self._site(test.kind, None, -1, "", function, source, UB, test.value_type)
+        checked = Checked(function, frame, instruction)
+        report = [Instruction(line) for line in test.value_lines]
+        report.append(self.writers.call(site, frame, [test.value], checked.debug))
+        lines = [*test.lines, f"%{names}ok = xor i1 %{names}bad, true"]
+        checked.guard(lines, f"%{names}ok", report, names, result_type=test.result_type)
+
+    def _unreachable(self, function: Function, frame: Frame, instruction: Instruction) -> None:
+        """The record, then the end of the invocation: a fence and a trap, as an abort ends it."""
+        source = source_of(self.module, instruction)
+        site = self._site(UNREACHABLE, None, -1, "", function, source, UB, None)
+        debug = debug_of(instruction)
+        self.declarations.add("declare void @llvm.trap()")
+        block = block_of(function, instruction)
+        block.replace(
+            instruction,
+            self.writers.call(site, frame, [], debug),
+            Instruction("fence seq_cst"),
+            Instruction(f"call void @llvm.trap(){debug}"),
+            instruction,
+        )
+
+    def _ends_call(self, previous: Instruction | None) -> bool:
+        """Whether an `unreachable` after `previous` only marks a call that does not return (an abort,
+        `llvm.trap`, a `noreturn` function): it is not reached."""
+        call = previous.call() if previous is not None else None
+        if call is None:
+            return False
+        callee = bare_name(call.callee)
+        if callee in self.abort_helpers or "noreturn" in call.tail.split():
+            return True
+        function = self.module.functions.get(callee)
+        return function is not None and "noreturn" in self.module.function_attributes(function)
 
 
-def _zero(value_type: str) -> str:
-    parsed = parse_type(value_type)
-    if isinstance(parsed, ir.IntType):
-        return "0"
-    if isinstance(parsed, ir.PointerType):
-        return "null"
-    if parsed in (ir.HalfType(), ir.FloatType(), ir.DoubleType()):
-        return "0.0"
-    return "zeroinitializer"
+def _entries(module: Module) -> dict[str, Entry]:
+    """The entries (SPEC 7, 11), by name: with data buffers as `buffer_accesses` finds them, and without
+    when the module does not call them (a function of a buffer and an i32 it calls is not one)."""
+    references = module.reference_counts()
+    return {
+        entry.function.name: entry
+        for entry in all_entries(module, RUNTIME_BUFFER_TYPE)
+        if entry.data_buffers or references[entry.function.name] <= 1
+    }

@@ -66,6 +66,15 @@ def module_layout(target_name: str) -> tuple[str, str]:
     return machine.triple, str(machine.target_data)
 
 
+def alloca_address_space(target_name: str) -> int:
+    """The address space of a stack slot (`alloca`) in a module lowered for `target_name`: the data
+    layout's `A<n>`, 0 without one."""
+    for item in module_layout(target_name)[1].split("-"):
+        if item[:1] == "A" and item[1:].isdigit():
+            return int(item[1:])
+    return 0
+
+
 def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, speed_level: int = OPT_LEVEL) -> None:
     """Run LLVM's default module pipeline at `speed_level` (the -O2 of `opt`) on `module` in place."""
     builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=speed_level))

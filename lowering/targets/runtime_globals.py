@@ -1,4 +1,4 @@
-"""Module globals that the runtime sets before a launch (SPEC sections 9-12), as a device prepares them.
+"""Module globals that the runtime sets before a launch (SPEC sections 9-13), as a device prepares them.
 
 A module may define such a global or only declare it (`external global`), as a driver's runtime would
 provide it. A JIT or a GPU module loader cannot resolve a declaration, so the device defines each one the
@@ -15,6 +15,7 @@ import llvmlite.binding as llvm
 PRINTF_BUFFER_GLOBAL = "lgc.debug.printf.buffer"  # the printf buffer of LLPC's form without one (SPEC 9)
 ABORT_BUFFER_GLOBAL = "lgc.debug.abort.buffer"  # the abort buffer of LLPC's `@lgc.abort.msg` (SPEC 9)
 VALIDATION_SIZES_GLOBAL = "lgc.validation.buffer.sizes"  # the data buffers' sizes the checks read (SPEC 11)
+VALIDATION_RANGES_GLOBAL = "lgc.validation.ranges"  # the table of live ranges and shadows (SPEC 13)
 # Where a target's globals hold buffer resources (`Target.resource_globals`): the 128-bit descriptor a
 # fat pointer is made of, in the constant address space.
 RESOURCE_TYPE = "ptr addrspace(8)"

@@ -1,4 +1,4 @@
-"""Benchmark of validation (SPEC 11): checked kernels against the same kernels unchecked, beside the
+"""Benchmark of validation (SPEC 11 and 13): checked kernels against the same kernels unchecked, beside the
 slowdown CUDA's compute-sanitizer causes on the same kernels in CUDA C; and the exact counts at 2^24.
 
 On the GPU (CuPy and nvcc), 2^24 invocations, one process:
@@ -13,7 +13,21 @@ On the GPU (CuPy and nvcc), 2^24 invocations, one process:
 On the cpu (`--cpu`, no GPU needed): the same two kernels through the cpu device, the device's own
 seconds, checked against unchecked (best of `--repeat`), on 1 and 2 threads.
 
-    python3 tests/benchmarks/bench_validation.py [--cpu] [--log2 24] [--repeat 5]
+SPEC 13's checks, beside them (`--part 13` runs only these; `--part 11` only the above):
+  (13a) the memory-bound kernel reading through pointers loaded from a table, each into one of
+      RANGES = 10,000 live ranges (`in[id]` becomes `table[id % RANGES][id / RANGES]`): with `--validate`
+      every load through a loaded pointer is checked against the table of live ranges (a miss of the
+      one-entry cache, then a binary search, for every invocation) against the same kernel unchecked;
+  (13b) `--validate=ub` on a compute-bound kernel whose loop divides, shifts and converts (a
+      division by a loop-varying divisor, a shift by a loop-varying amount, an `fptosi`: three tests an
+      iteration, none failing) against the same kernel unchecked;
+  (13c) `--validate=init` on the memory-bound kernel (its input written by a file, its output not) against
+      unchecked and against `--validate`, and the CUDA C kernel's time under
+      `compute-sanitizer --tool initcheck`: how many times faster the checked kernel is.
+On the cpu the same, through the cpu device (13b, 13c) and through its compiled range driver with a
+table of 10,000 ranges set here (13a), on 1 and 2 threads.
+
+    python3 tests/benchmarks/bench_validation.py [--cpu] [--part 11|13|all] [--log2 24] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -74,6 +88,59 @@ done:
 """
 )
 KERNELS = {"memory-bound": MEMORY_IR, "compute-bound": COMPUTE_IR}
+RANGES = 10_000
+POINTER_IR = (
+    ENTRY.replace("%in,", "%table,")
+    + f"""  %slot.index = urem i32 %id, {RANGES}
+  %slot.wide = zext i32 %slot.index to i64
+  %slot = getelementptr ptr addrspace(7), ptr addrspace(7) %table, i64 %slot.wide
+  %range = load ptr addrspace(7), ptr addrspace(7) %slot, align 8
+  %element = udiv i32 %id, {RANGES}
+  %element.wide = zext i32 %element to i64
+  %src = getelementptr float, ptr addrspace(7) %range, i64 %element.wide
+  %x = load float, ptr addrspace(7) %src, align 4
+  %y = fmul float %x, 2.000000e+00
+  %z = fadd float %y, 1.000000e+00
+  %w = zext i32 %id to i64
+  %dst = getelementptr float, ptr addrspace(7) %out, i64 %w
+  store float %z, ptr addrspace(7) %dst, align 4
+  ret void
+}}
+"""
+)
+UB_IR = (
+    ENTRY
+    + f"""  %w = zext i32 %id to i64
+  %src = getelementptr float, ptr addrspace(7) %in, i64 %w
+  %a0 = load float, ptr addrspace(7) %src, align 4
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i.next, %loop ]
+  %h = phi i32 [ %id, %entry ], [ %h.next, %loop ]
+  %x = phi i32 [ 7, %entry ], [ %x.next, %loop ]
+  %a = phi float [ %a0, %entry ], [ %a.next, %loop ]
+  %h.scaled = mul i32 %h, 1664525
+  %h.next = add i32 %h.scaled, 1013904223
+  %divisor = or i32 %h.next, 1
+  %quotient = udiv i32 -1, %divisor
+  %amount = lshr i32 %h.next, 27
+  %shifted = shl i32 %quotient, %amount
+  %a.scaled = fmul float %a, 5.000000e-01
+  %a.next = fadd float %a.scaled, 1.000000e+02
+  %converted = fptosi float %a.next to i32
+  %mixed = xor i32 %shifted, %converted
+  %x.next = add i32 %x, %mixed
+  %i.next = add i32 %i, 1
+  %more = icmp ult i32 %i.next, {STEPS}
+  br i1 %more, label %loop, label %done
+done:
+  %result = sitofp i32 %x.next to float
+  %dst = getelementptr float, ptr addrspace(7) %out, i64 %w
+  store float %result, ptr addrspace(7) %dst, align 4
+  ret void
+}}
+"""
+)
 CUDA_PROGRAM = r"""
 #include <cstdio>
 #include <cstdlib>
@@ -195,17 +262,27 @@ def gpu_ratios(invocations: int) -> list[str]:
     return lines
 
 
-def sanitizer_ratios(log2: int, directory: Path) -> tuple[list[str], str]:
-    """(b): the CUDA C kernels' best times plain and under compute-sanitizer; and what it says of the
-    sample's kernel (c)."""
+def build_cuda_program(directory: Path) -> Path:
+    """The CUDA C kernels built by nvcc into `directory`."""
     source, binary = directory / "kernels.cu", directory / "kernels"
     source.write_text(CUDA_PROGRAM.replace("STEPS", str(STEPS)))
     subprocess.run(["nvcc", "-O3", "-arch=sm_90", "--fmad=false", "-o", str(binary), str(source)], check=True)
+    return binary
+
+
+def cuda_times(binary: Path, log2: int, prefix: list[str], repeats: int) -> dict[str, float]:
+    """Each CUDA C kernel's best milliseconds of `repeats` launches, run under `prefix` (a sanitizer)."""
+    done = subprocess.run([*prefix, str(binary), str(log2), str(repeats)], capture_output=True, text=True)
+    words = [line.split() for line in done.stdout.splitlines()]
+    return {found[0]: float(found[1]) for found in words if len(found) == 2 and found[0] in KERNELS}
+
+
+def sanitizer_ratios(log2: int, binary: Path) -> tuple[list[str], str]:
+    """(b): the CUDA C kernels' best times plain and under compute-sanitizer; and what it says of the
+    sample's kernel (c)."""
 
     def times(prefix: list[str], repeats: int) -> dict[str, float]:
-        done = subprocess.run([*prefix, str(binary), str(log2), str(repeats)], capture_output=True, text=True)
-        words = [line.split() for line in done.stdout.splitlines()]
-        return {found[0]: float(found[1]) for found in words if len(found) == 2 and found[0] in KERNELS}
+        return cuda_times(binary, log2, prefix, repeats)
 
     plain = times([], 20)
     sanitized = times(["compute-sanitizer", "--tool", "memcheck"], 3)
@@ -272,22 +349,292 @@ def exact_counts(log2: int) -> str:
     return f"(c) nvptx, 2^{log2} invocations of the sample: exact, {found} ({seconds:.1f} s with decoding)"
 
 
+def _gpu_buffers(invocations: int):
+    """The printf and abort buffers (their capacities set) and two float buffers of `invocations`."""
+    import cupy
+
+    printf = cupy.zeros(1 << 20, dtype=cupy.uint32)
+    printf[2] = printf.size - 4  # reserved0: the capacity in dwords
+    abort = cupy.zeros(1 << 16, dtype=cupy.uint32)
+    abort[2] = abort.size - 4
+    return (
+        printf,
+        abort,
+        cupy.zeros(invocations, dtype=cupy.float32),
+        cupy.zeros(invocations, dtype=cupy.float32),
+    )
+
+
+def _gpu_kernel(ir: str, validate, globals_: dict[str, bytes]):
+    """The kernel of `ir` lowered with `validate`, loaded with CuPy, its runtime globals set."""
+    from cupy_kernel import CudaKernel
+
+    from lowering.devices.device import EntryPoint
+    from lowering.devices.nvptx import kernel_ptx, ptx_name
+
+    lowered = lower_sources([Source("kernel", ir)], "nvptx", validate=validate)
+    kernel = CudaKernel(kernel_ptx(lowered.ir, EntryPoint("main", True, 2), runtime_globals=list(globals_)))
+    for name, value in globals_.items():
+        kernel.set_global(ptx_name(name), value)
+    return kernel
+
+
+def _gpu_table(ranges, printf, abort, shadows=()):
+    """The table of live ranges on the GPU, with the printf and abort buffers' ranges, and the value of
+    the global that points at it."""
+    import cupy
+    import numpy as np
+
+    from metadata.live_ranges import ABORT_RANGE, PRINTF_RANGE, LiveRange, table_bytes
+
+    runtime = [(printf, PRINTF_RANGE), (abort, ABORT_RANGE)]
+    ranges = [
+        *ranges,
+        *(LiveRange(array.data.ptr, array.data.ptr + array.nbytes, found) for array, found in runtime),
+    ]
+    table = cupy.asarray(np.frombuffer(table_bytes(ranges, shadows), dtype=np.uint8))
+    return table, int(table.data.ptr).to_bytes(8, "little")
+
+
+def gpu_spec13_ratios(invocations: int, binary: Path, log2: int) -> list[str]:
+    """(13a), (13b), (13c) on the GPU: medians of interleaved batches of launches, checked against
+    unchecked; and the CUDA C memory-bound kernel under compute-sanitizer's initcheck."""
+    import cupy
+    import numpy as np
+    from cupy_kernel import interleaved_medians
+
+    from lowering.targets.runtime_globals import VALIDATION_RANGES_GLOBAL, VALIDATION_SIZES_GLOBAL
+    from metadata.live_ranges import LiveRange, shadow_size
+
+    printf, abort, data_in, data_out = _gpu_buffers(invocations)
+    lines = []
+
+    def ratio(part: str, name: str, runs: dict) -> dict:
+        medians = interleaved_medians(runs)
+        assert int(printf[0]) == 0, "no check failed"
+        lines.append(
+            _ratio_line(
+                part,
+                None,
+                name,
+                invocations,
+                {key: value / 1e3 for key, value in medians.items()},
+            )
+        )
+        return medians
+
+    pool, pointers, out, ranges = _pointer_kernel_data(
+        invocations, cupy.asarray, lambda array: int(array.data.ptr)
+    )
+    table, table_global = _gpu_table(ranges, printf, abort)
+    sizes = np.array([8 * RANGES, 4 * invocations], dtype=np.uint64).tobytes()
+    globals_ = {VALIDATION_SIZES_GLOBAL: sizes, VALIDATION_RANGES_GLOBAL: table_global}
+    runs = {}
+    for validate in (False, True):
+        kernel = _gpu_kernel(POINTER_IR, validate, globals_)
+        runs[validate] = lambda kernel=kernel: kernel.launch(
+            printf.data.ptr, abort.data.ptr, invocations, data=(pointers.data.ptr, out.data.ptr)
+        )
+    ratio("(13a) GPU", "the memory-bound kernel through pointers into 10,000 live ranges", runs)
+    assert bool((out == 2.0).all()), "every load went through"
+
+    sizes = np.array([4 * invocations, 4 * invocations], dtype=np.uint64).tobytes()
+    runs = {}
+    for validate in (False, "ub"):
+        kernel = _gpu_kernel(UB_IR, validate, {VALIDATION_SIZES_GLOBAL: sizes})
+        runs[validate is not False] = lambda kernel=kernel: kernel.launch(
+            printf.data.ptr, abort.data.ptr, invocations, data=(data_in.data.ptr, data_out.data.ptr)
+        )
+    ratio("(13b) GPU", "ub on the dividing, shifting, converting kernel", runs)
+
+    written = cupy.full(shadow_size(4 * invocations) // 8, np.uint64(2**64 - 1), dtype=cupy.uint64)
+    unwritten = cupy.zeros(shadow_size(4 * invocations) // 8, dtype=cupy.uint64)
+    ranges = [
+        LiveRange(array.data.ptr, array.data.ptr + array.nbytes, found)
+        for array, found in ((data_in, 0), (data_out, 1))
+    ]
+    table, table_global = _gpu_table(ranges, printf, abort, [int(written.data.ptr), int(unwritten.data.ptr)])
+    globals_ = {VALIDATION_SIZES_GLOBAL: sizes, VALIDATION_RANGES_GLOBAL: table_global}
+    kernels = {checks: _gpu_kernel(MEMORY_IR, checks, globals_) for checks in (False, True, "init")}
+
+    def launch(checks) -> None:
+        kernels[checks].launch(
+            printf.data.ptr, abort.data.ptr, invocations, data=(data_in.data.ptr, data_out.data.ptr)
+        )
+
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    launch("init")  # loaded, then timed once with every shadow bit of the output clear
+    cupy.cuda.runtime.deviceSynchronize()
+    unwritten.fill(0)
+    start.record()
+    launch("init")
+    end.record()
+    end.synchronize()
+    cold = cupy.cuda.get_elapsed_time(start, end)  # every store marks its bytes: atomics
+    assert bool((unwritten == np.uint64(2**64 - 1)).all()), "every output byte marked written"
+    medians = ratio(
+        "(13c) GPU",
+        "init on the memory-bound kernel",
+        {False: lambda: launch(False), True: lambda: launch("init")},
+    )
+    bounds = interleaved_medians({True: lambda: launch(True), "init": lambda: launch("init")})
+    initcheck = cuda_times(binary, log2, ["compute-sanitizer", "--tool", "initcheck"], 3)["memory-bound"]
+    lines.append(
+        f"(13c) GPU init: {bounds['init']:.4f} ms against {bounds[True]:.4f} ms with --validate alone; "
+        f"the first launch (every store marking) {cold:.4f} ms; CUDA C under compute-sanitizer --tool "
+        f"initcheck {initcheck:.4f} ms: {initcheck / medians[True]:.1f}x the checked kernel "
+        f"({initcheck / cold:.1f}x its first launch)"
+    )
+    return lines
+
+
+def _pointer_kernel_data(invocations: int, place, address):
+    """(13a)'s buffers, numpy arrays put where the kernel runs by `place` (numpy's own or
+    `cupy.asarray`), `address` reading where they are: the pool of RANGES ranges of floats (all 0.5),
+    the table of pointers into it, the output; and the live ranges of the pool (ids from 2 on: the
+    driver's), the table (0) and the output (1)."""
+    import numpy as np
+
+    from metadata.live_ranges import LiveRange
+
+    floats = -(-invocations // RANGES)
+    pool = place(np.full(RANGES * floats, 0.5, dtype=np.float32))
+    base = address(pool)
+    pointers = place(base + 4 * floats * np.arange(RANGES, dtype=np.uint64))
+    out = place(np.zeros(invocations, dtype=np.float32))
+    ranges = [LiveRange(base + 4 * floats * n, base + 4 * floats * (n + 1), 2 + n) for n in range(RANGES)]
+    ranges += [
+        LiveRange(address(pointers), address(pointers) + 8 * RANGES, 0),
+        LiveRange(address(out), address(out) + 4 * invocations, 1),
+    ]
+    return pool, pointers, out, ranges
+
+
+def cpu_pointer_ratios(invocations: int, repeat: int) -> list[str]:
+    """(13a) on the cpu: the lowered kernel compiled with the cpu device's range driver, its globals set
+    here (a table of RANGES + 4 live ranges), run on 1 and 2 threads, best of `repeat`."""
+    import ctypes
+    import threading
+
+    import numpy as np
+
+    from lowering.devices.cpu import compile_range_driver
+    from lowering.devices.device import EntryPoint
+    from lowering.targets.runtime_globals import VALIDATION_RANGES_GLOBAL, VALIDATION_SIZES_GLOBAL
+    from metadata.live_ranges import ABORT_RANGE, PRINTF_RANGE, LiveRange, table_bytes
+
+    def address(array) -> int:
+        return array.ctypes.data
+
+    pool, pointers, out, ranges = _pointer_kernel_data(invocations, lambda array: array, address)
+    printf, abort = np.zeros(1 << 16, np.uint32), np.zeros(1 << 10, np.uint32)
+    printf[2], abort[2] = printf.size - 4, abort.size - 4
+    ranges += [LiveRange(address(printf), address(printf) + printf.nbytes, PRINTF_RANGE)]
+    ranges += [LiveRange(address(abort), address(abort) + abort.nbytes, ABORT_RANGE)]
+    table = np.frombuffer(table_bytes(ranges), dtype=np.uint8).copy()
+    data = (ctypes.c_void_p * 2)(address(pointers), address(out))
+    sizes = np.array([8 * RANGES, 4 * invocations], dtype=np.uint64)
+    names = [VALIDATION_SIZES_GLOBAL, VALIDATION_RANGES_GLOBAL]
+    lines = []
+    for threads in (1, 2):
+        best = {}
+        for validate in (False, True):
+            lowered = lower_sources([Source("pointers", POINTER_IR)], "cpu", validate=validate)
+            engine, run_range = compile_range_driver(lowered.ir, EntryPoint("main", True, 2), names)
+            for name, value in ((VALIDATION_SIZES_GLOBAL, sizes.tobytes()), (VALIDATION_RANGES_GLOBAL, None)):
+                at = engine.get_global_value_address(name)
+                if at and value is not None:
+                    ctypes.memmove(at, value, len(value))
+                elif at:
+                    ctypes.c_void_p.from_address(at).value = address(table)
+            seconds = []
+            for _ in range(repeat):
+                out[:] = 0
+                workers = [
+                    threading.Thread(
+                        target=run_range,
+                        args=(address(printf), address(abort), data, first, invocations, threads),
+                    )
+                    for first in range(threads)
+                ]
+                started = time.perf_counter()
+                for worker in workers:
+                    worker.start()
+                for worker in workers:
+                    worker.join()
+                seconds.append(time.perf_counter() - started)
+                assert printf[0] == 0 and (out == 2.0).all(), "no check failed, every load went through"
+            best[validate] = min(seconds)
+        lines.append(_ratio_line("(13a) cpu", threads, "pointers into 10,000 ranges", invocations, best))
+    return lines
+
+
+def _ratio_line(part: str, threads: int | None, name: str, invocations: int, best: dict) -> str:
+    where = f"{part}, {threads} thread(s)" if threads else part
+    unchecked, checked = best[False], best[True]
+    return (
+        f"{where}, {name}, {invocations} invocations: unchecked {unchecked * 1e3:.3f} ms, "
+        f"checked {checked * 1e3:.3f} ms, ratio {checked / unchecked:.3f}"
+    )
+
+
+def cpu_spec13_ratios(invocations: int, repeat: int) -> list[str]:
+    """(13b) and (13c) on the cpu device: its own seconds, checked against unchecked, best of `repeat`."""
+    lines = []
+    cases = [
+        ("(13b) cpu", "ub on the dividing, shifting, converting kernel", UB_IR, "ub"),
+        ("(13c) cpu", "init on the memory-bound kernel", MEMORY_IR, "init"),
+        ("(13c) cpu", "bounds alone on the memory-bound kernel", MEMORY_IR, True),
+    ]
+    data = [bytes(4 * invocations), bytes(4 * invocations)]
+    for threads in (1, 2):
+        for part, name, ir, checks in cases:
+            best = {}
+            for validate in (False, checks):
+                seconds = []
+                for _ in range(repeat):
+                    result = run_sources(
+                        [Source(name, ir)],
+                        invocations=invocations,
+                        threads=threads,
+                        data_buffers=data,
+                        validate=validate,
+                        initialised=[4 * invocations, 0],
+                    )
+                    assert not result.validation and result.status.seconds is not None
+                    seconds.append(result.status.seconds)
+                best[validate is not False] = min(seconds)
+            lines.append(_ratio_line(part, threads, name, invocations, best))
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu", action="store_true", help="the cpu device only")
     parser.add_argument("--log2", type=int, default=24)
     parser.add_argument("--cpu-log2", type=int, default=22)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--part", choices=("11", "13", "all"), default="all", help="SPEC 11's, 13's or both")
     args = parser.parse_args()
+    spec11, spec13 = args.part in ("11", "all"), args.part in ("13", "all")
     if args.cpu:
-        print("\n".join(cpu_ratios(1 << args.cpu_log2, args.repeat)), flush=True)
+        invocations = 1 << args.cpu_log2
+        if spec11:
+            print("\n".join(cpu_ratios(invocations, args.repeat)), flush=True)
+        if spec13:
+            print("\n".join(cpu_pointer_ratios(invocations, args.repeat)), flush=True)
+            print("\n".join(cpu_spec13_ratios(invocations, args.repeat)), flush=True)
         return
-    print("\n".join(gpu_ratios(1 << args.log2)), flush=True)
     with tempfile.TemporaryDirectory() as directory:
-        lines, report = sanitizer_ratios(args.log2, Path(directory))
-    print("\n".join(lines), flush=True)
-    print(exact_counts(args.log2), flush=True)
-    print(report, flush=True)
+        binary = build_cuda_program(Path(directory))
+        if spec11:
+            print("\n".join(gpu_ratios(1 << args.log2)), flush=True)
+            lines, report = sanitizer_ratios(args.log2, binary)
+            print("\n".join(lines), flush=True)
+            print(exact_counts(args.log2), flush=True)
+            print(report, flush=True)
+        if spec13:
+            print("\n".join(gpu_spec13_ratios(1 << args.log2, binary, args.log2)), flush=True)
 
 
 if __name__ == "__main__":

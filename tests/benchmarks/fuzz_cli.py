@@ -150,7 +150,8 @@ def make_case(material: dict[str, list[Path]], directory: Path, rng: random.Rand
         return argv + (["--json"] if rng.random() < 0.3 else [])
     source = rng.choice(material["ir"])
     path.write_text(mutate_ir(source.read_text(), rng))
-    choices = (["--validate"], ["--races"], ["--format-dialect", "vvl"], ["--instrument"])
+    validate = rng.choice(["--validate", "--validate=all", "--validate=ub"])
+    choices = ([validate], ["--races"], ["--format-dialect", "vvl"], ["--instrument"])
     options = [option for option in choices if rng.random() < 0.3]
     if rng.random() < 0.2:
         return [

@@ -30,14 +30,8 @@ from metadata.instrumentation import INSTRUMENTATION_KEY, InstrumentationError, 
 from metadata.linking import FormatRegistry
 from metadata.races import RACES_KEY, SHADOW_HEADER, RaceTable
 from metadata.reports.profile import Profile
-from metadata.validation import (
-    SITE_RECORD_DWORDS,
-    CombinedLookup,
-    Site,
-    SiteReport,
-    ValidationTable,
-    split_decoding,
-)
+from metadata.validation import CombinedLookup, ValidationTable, split_decoding
+from metadata.validation_reports import CheckReport
 
 from ...devices.device import Image
 from ..process_ends import write_stdout
@@ -197,27 +191,27 @@ def _decode(
     report_printf(printf)
     if aborts is not None:
         report_aborts(aborts)
-    report_validation(sites, printf)
+    report_validation(sites, printf, validation)
     report_races(races or ())
     return status
 
 
 def _validation_table(elves: list[tuple[str, bytes]]) -> ValidationTable:
     """The validation sites of every ELF (read where they are; an ELF without any adds none)."""
-    sites: list[Site] = []
+    merged = ValidationTable(checks=())
     for path, elf in elves:
         table = ValidationTable.from_document(read_document(elf, source=path))
-        sites += table.sites if table is not None else ()
-    return ValidationTable(tuple(sites))
+        merged = merged.merged(table) if table is not None else merged
+    return merged
 
 
-def report_validation(sites: Sequence[SiteReport], printf: PrintfDecoding) -> None:
-    """One `error:` line a site that recorded out-of-bounds accesses; when the printf buffer overflowed,
-    how many failed checks may be missing (a site's record is SITE_RECORD_DWORDS dwords)."""
+def report_validation(sites: Sequence[CheckReport], printf: PrintfDecoding, table: ValidationTable) -> None:
+    """One `error:` line a report of a site that recorded failed checks; when the printf buffer
+    overflowed, how many failed checks may be missing (at most one a record of the table's smallest)."""
     for site in sites:
         error(site.line())
     if sites and printf.dropped_dwords:
-        most = printf.dropped_dwords // SITE_RECORD_DWORDS
+        most = printf.dropped_dwords // table.smallest_record_dwords
         warn(
             f"validation: the printf buffer dropped {printf.dropped_dwords} dword(s), so up to {most} failed "
             "check(s) did not fit: the counts above are lower bounds, and a site whose every record was "
@@ -285,7 +279,7 @@ def summary(
     aborts: AbortDecoding | None,
     warnings: list[str],
     status: int,
-    sites: Sequence[SiteReport] | None = None,
+    sites: Sequence[CheckReport] | None = None,
     races: Sequence[RaceReport] | None = None,
 ) -> dict[str, Any]:
     """The `--json` document with ENTRIES in place of the printf entries: the buffer's figures and
@@ -306,7 +300,7 @@ def summary(
         "exit_status": status,
     }
     if sites is not None:
-        found["validation"] = [_site_document(site) for site in sites]
+        found["validation"] = [site.document() for site in sites]
     if races is not None:
         found["races"] = [race.to_document() for race in races]
     return found
@@ -345,23 +339,6 @@ def _write_entries(chunks: Generator[bytes, None, None], separator: str = "") ->
 def _write(text: str) -> None:
     """JSON text to stdout: ASCII, as `json.dumps` escapes it."""
     write_stdout(text.encode("ascii"))
-
-
-def _site_document(report: SiteReport) -> dict[str, Any]:
-    site = report.site
-    return {
-        "kind": site.kind,
-        "bytes": site.bytes,
-        "buffer": site.buffer,
-        "buffer_name": site.buffer_name,
-        "function": site.function,
-        "source": site.source,
-        "count": report.count,
-        "first_invocation": report.first_invocation,
-        "offsets": [report.least_offset, report.greatest_offset],
-        "buffer_bytes": report.buffer_bytes,
-        "message": report.line(),
-    }
 
 
 def _abort_document(aborts: AbortDecoding) -> dict[str, Any]:

@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         write_text(result.printf)
         report_printf(result.printf)
         report_aborts(result.abort)
-        report_validation(result.validation or (), result.printf)
+        if result.validation_table is not None:
+            report_validation(result.validation or (), result.printf, result.validation_table)
         report_races(result.races or ())
         for message in result.guard_issues:
             warn(message)
@@ -95,9 +96,12 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def run_input(args: argparse.Namespace, *, validate: bool, instrument: bool, races: bool) -> RunResult:
+def run_input(
+    args: argparse.Namespace, *, validate: bool | frozenset[str], instrument: bool, races: bool
+) -> RunResult:
     """Lower and run the command's IN.ll with its run options (entry, invocations, buffers, device)."""
     source = Source("<stdin>" if args.input == STDIN else args.input, read_text(args.input))
+    buffers = [data_buffer(size, path) for size, path in args.buffer]
     return run_sources(
         [source],
         entry=args.entry,
@@ -107,22 +111,24 @@ def run_input(args: argparse.Namespace, *, validate: bool, instrument: bool, rac
         abort_buffer_size=args.abort_buffer_size,
         device=args.device,
         timeout=args.timeout,
-        data_buffers=[data_buffer(size, path) for size, path in args.buffer],
+        data_buffers=[data for data, _ in buffers],
         validate=validate,
         dialect=args.format_dialect,
         instrument=instrument,
         races=races,
+        initialised=[given for _, given in buffers],
     )
 
 
-def data_buffer(size: int, path: str | None) -> bytes:
-    """A data buffer's initial bytes: `size` zeros, or the file's bytes padded with zeros to `size`."""
+def data_buffer(size: int, path: str | None) -> tuple[bytes, int]:
+    """A data buffer's initial bytes: `size` zeros, or the file's bytes padded with zeros to `size`; and
+    how many of them the file gave (for `--validate=init`, the others were never written)."""
     if path is None:
-        return bytes(size)
+        return bytes(size), 0
     data = read_bytes(path)
     if len(data) > size:
         raise InputError(f"{path} holds {len(data)} bytes, more than its {size}-byte data buffer")
-    return data + bytes(size - len(data))
+    return data + bytes(size - len(data)), len(data)
 
 
 def dump_buffers(directory: str, buffers: Sequence[Image]) -> None:
@@ -138,7 +144,8 @@ def dump_buffers(directory: str, buffers: Sequence[Image]) -> None:
 def report_device(result: RunResult) -> None:
     """What the device printed as a warning, unless the loss (which ends with its last line) says it all;
     then a loss other than an abort, whose messages are already reported, as an error."""
-    loss = result.loss if result.ending in (Ending.CRASHED, Ending.TIMED_OUT) else None
+    lost_otherwise = result.ending is Ending.ABORTED and not result.abort.device_lost  # `unreachable`
+    loss = result.loss if result.ending in (Ending.CRASHED, Ending.TIMED_OUT) or lost_otherwise else None
     interrupted = result.status.interruption is not None
     if result.status.detail and not interrupted and not (loss and loss.endswith(f": {result.status.detail}")):
         warn(f"the {result.device} device printed: {result.status.detail}")

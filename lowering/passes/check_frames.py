@@ -1,0 +1,184 @@
+"""Where the checks of a function find the printf buffer and the invocation ID they report with, and
+what they load once per invocation (validation, SPEC 11 and 13).
+
+An entry has both as parameters. A function still called after inlining (`noinline`) that only calls
+reach gets them as two more parameters, which every call passes (its callers then need them too, up to
+the entries); one whose address is taken loads the printf buffer from `@lgc.debug.printf.buffer` and
+has no invocation ID (UNKNOWN_INVOCATION).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from metadata.live_ranges import HEADER_WORDS, SHADOW_COLUMN
+
+from ..ir.lexer import bare_name, global_name
+from ..ir.model import Function, Instruction, Module
+from ..targets.runtime_globals import PRINTF_BUFFER_GLOBAL, VALIDATION_RANGES_GLOBAL
+from . import validation_helpers as helpers
+from .buffer_accesses import Entry
+from .context import RUNTIME_BUFFER_TYPE, PassContext
+from .runtime_buffers import RuntimeBuffers
+
+UNKNOWN_INVOCATION = -1  # the invocation ID in a function whose callers cannot pass it: 0xFFFFFFFF
+
+
+@dataclass
+class Frame:
+    """What the checks of one function use: the printf buffer and the invocation ID (IR values), and
+    what its entry block loads first when a check needs it: the table of live ranges, its size, the
+    cache of the last range found, each data buffer's shadow."""
+
+    printf: str
+    invocation: str
+    names: str
+    table_type: str
+    cache_type: str
+    prologue: list[Instruction]
+    shadows: dict[int, str]
+    table: str = ""
+
+    @property
+    def cache_space(self) -> str:
+        """The cache's address space as `alloca` spells it (`, addrspace(5)`), empty for 0."""
+        space = self.cache_type.removeprefix("ptr addrspace(").removesuffix(")")
+        return f", addrspace({space})" if space != "0" else ""
+
+    def live_ranges(self) -> str:
+        """The table's pointer, loaded (with the cache set empty) on first use."""
+        if not self.table:
+            names = self.names
+            begin, end = helpers.EMPTY_CACHE
+            cache = f"%{names}cache"
+            self.prologue += [
+                Instruction(
+                    f"%{names}table = load {self.table_type}, ptr {global_name(VALIDATION_RANGES_GLOBAL)}"
+                ),
+                Instruction(f"%{names}count = load i64, {self.table_type} %{names}table, align 8"),
+                Instruction(f"{cache} = alloca [{helpers.CACHE_WORDS} x i64], align 8{self.cache_space}"),
+                Instruction(f"store i64 {begin}, {self.cache_type} {cache}, align 8"),
+                Instruction(f"%{names}cache.end = getelementptr i64, {self.cache_type} {cache}, i64 1"),
+                Instruction(f"store i64 {end}, {self.cache_type} %{names}cache.end, align 8"),
+            ]
+            self.table = f"%{names}table"
+        return self.table
+
+    def shadow(self, buffer: int) -> str:
+        """Data buffer `buffer`'s shadow address (an i64), loaded from the table on first use."""
+        if buffer not in self.shadows:
+            table, names = self.live_ranges(), self.names
+            value = f"%{names}shadow{buffer}"
+            first = f"{HEADER_WORDS + buffer}"
+            self.prologue += [
+                Instruction(f"{value}.count3 = mul i64 %{names}count, {SHADOW_COLUMN}"),
+                Instruction(f"{value}.word = add i64 {value}.count3, {first}"),
+                Instruction(f"{value}.at = getelementptr i64, {self.table_type} {table}, i64 {value}.word"),
+                Instruction(f"{value} = load i64, {self.table_type} {value}.at, align 8"),
+            ]
+            self.shadows[buffer] = value
+        return self.shadows[buffer]
+
+
+class Frames:
+    """The frames of one module's functions that have checks or call such functions (see the module
+    docstring). `needs_checks` says whether a function has instructions to check; the frames' table
+    and cache have types `table_type` and `cache_type`."""
+
+    def __init__(
+        self,
+        context: PassContext,
+        entries: dict[str, Entry],
+        needs_checks: Callable[[Function], bool],
+        table_type: str,
+        cache_type: str,
+    ) -> None:
+        self.context = context
+        self.module: Module = context.module
+        self.entries = entries
+        self.needs_checks = needs_checks
+        self.table_type, self.cache_type = table_type, cache_type
+        self.prefix = context.prefix
+        self.references = self.module.reference_counts()
+        self.calls: dict[str, Counter[str]] = {}  # callee -> caller -> direct calls
+        for function in self.module.definitions():
+            for _, instruction in function.instructions():
+                call = instruction.call()
+                if call is not None:
+                    self.calls.setdefault(bare_name(call.callee), Counter())[function.name] += 1
+
+    def build(self) -> dict[str, Frame]:
+        """The frames, by function name; the functions that get the two parameters get them, and every
+        call of such a function passes them."""
+        module, entries = self.module, self.entries
+        live = {
+            function.name: function
+            for function in module.definitions()
+            if function.name in entries or self.references[function.name] > 1
+        }
+        needing = [
+            name for name, function in live.items() if name not in entries and self.needs_checks(function)
+        ]
+        hidden: set[str] = set()
+        while needing:
+            name = needing.pop()
+            if name in hidden or not self._only_called(live[name]):
+                continue
+            hidden.add(name)
+            needing += [
+                caller for caller in self.calls.get(name, ()) if caller in live and caller not in entries
+            ]
+        frames: dict[str, Frame] = {}
+        for name, function in live.items():
+            entry = entries.get(name)
+            if entry is not None:
+                frames[name] = self._frame(entry.printf_buffer, entry.invocation, len(frames))
+            elif name in hidden:
+                printf, invocation = f"%{self.prefix}printf", f"%{self.prefix}invocation"
+                function.add_parameters(f"{RUNTIME_BUFFER_TYPE} {printf}, i32 {invocation}")
+                frames[name] = self._frame(printf, invocation, len(frames))
+            elif self.needs_checks(function) or any(callee in hidden for callee in self._callees(name)):
+                frames[name] = self._global_frame(len(frames))
+        self._pass_along(hidden, frames)
+        return frames
+
+    def _only_called(self, function: Function) -> bool:
+        """Whether every reference to `function` is a direct call (and it takes a fixed parameter list)."""
+        calls = sum(self.calls.get(function.name, Counter()).values())
+        return self.references[function.name] == 1 + calls and "..." not in function.header
+
+    def _callees(self, caller: str) -> list[str]:
+        return [callee for callee, callers in self.calls.items() if caller in callers]
+
+    def _frame(self, printf: str, invocation: str, number: int) -> Frame:
+        return Frame(printf, invocation, f"{self.prefix}f{number}.", self.table_type, self.cache_type, [], {})
+
+    def _global_frame(self, number: int) -> Frame:
+        frame = self._frame("", str(UNKNOWN_INVOCATION), number)
+        operand, loads = RuntimeBuffers(self.context).load_global(
+            PRINTF_BUFFER_GLOBAL, f"%{frame.names}printf", ""
+        )
+        frame.printf = operand.value
+        frame.prologue += loads
+        return frame
+
+    def _pass_along(self, hidden: set[str], frames: dict[str, Frame]) -> None:
+        """Every call of a function in `hidden` passes its caller's printf buffer and invocation ID (a
+        function never called passes poison)."""
+        for function in self.module.definitions():
+            frame = frames.get(function.name)
+            values = (
+                f"{RUNTIME_BUFFER_TYPE} {frame.printf}, i32 {frame.invocation}"
+                if frame is not None
+                else f"{RUNTIME_BUFFER_TYPE} poison, i32 poison"
+            )
+            for block in function.blocks or ():
+                edits = {}
+                for instruction in block.instructions:
+                    call = instruction.call()
+                    if call is not None and bare_name(call.callee) in hidden:
+                        edits[instruction] = [instruction.with_arguments(values)]
+                if edits:
+                    block.rewrite(edits)

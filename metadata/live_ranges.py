@@ -1,0 +1,106 @@
+"""The table of live ranges and the shadows of written bytes that the runtime gives validation (SPEC 13).
+
+Accesses through pointers that no data buffer of the entry explains are checked against the ranges of
+memory that are live during the dispatch. The runtime points the module global `@lgc.validation.ranges`
+(the target's buffer pointer; `ptr addrspace(1)` on amdpal) at this table, every field a little-endian
+u64, in columns so that the search over `begin` reads one dense array:
+
+    struct LiveRanges {
+      u64 count;            // ranges, sorted by begin, none overlapping
+      u64 buffers;          // K: the data buffers, the entries of shadow[]
+      u64 begin[count];     // first byte
+      u64 end[count];       // one past the last byte
+      u64 id[count];        // data buffer k: k; the runtime's own buffers: RUNTIME_RANGE + n (below)
+      u64 shadow[K];        // with --validate=init: the address of data buffer k's shadow; else 0
+    };
+
+The runtime's own buffers (printf, abort, the instrumentation counters, validation's table and shadows)
+are in the table so that a report can name them: the shader's own accesses may not touch them. A driver
+may give more ranges than the entry's data buffers (buffer device addresses): their ids are its own,
+from K on.
+
+A shadow holds one bit a byte of its data buffer, bit `i % 64` of u64 word `i / 64` for byte i: set when
+a file gave the byte or an invocation wrote it (SPEC 13's reads of bytes never written).
+
+The driver side builds the table here (`table_bytes`); the lowered code reads it at the word indices
+below. Standard library only: the nvptx device's worker imports it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+WORD_BYTES = 8
+HEADER_WORDS = 2  # count, buffers
+# Word index of column c's entry p: HEADER_WORDS + c * count + p; shadow[k] after the three columns.
+BEGIN_COLUMN, END_COLUMN, ID_COLUMN, SHADOW_COLUMN = range(4)
+RUNTIME_RANGE = 1 << 32  # ids from here on name the runtime's own buffers, RUNTIME_RANGES in order
+RUNTIME_RANGES = ("printf", "abort", "instrumentation", "validation")
+PRINTF_RANGE, ABORT_RANGE, INSTRUMENTATION_RANGE, VALIDATION_RANGE = (
+    RUNTIME_RANGE + number for number in range(len(RUNTIME_RANGES))
+)
+NO_RANGE = (1 << 64) - 1  # in a report: no range below (or above) the address
+SHADOW_WORD_BITS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRange:
+    """Bytes `begin .. end-1` of the device's memory, live for the dispatch, and the id naming them."""
+
+    begin: int
+    end: int
+    id: int
+
+
+def table_bytes(ranges: Iterable[LiveRange], shadows: Sequence[int] = ()) -> bytes:
+    """The table of `ranges` (sorted here) and the data buffers' `shadows` (addresses; 0 for none).
+    ValueError for an empty or overlapping range."""
+    ordered = sorted(ranges, key=lambda found: found.begin)
+    for found in ordered:
+        if found.end <= found.begin:
+            raise ValueError(f"live range {found.id} is empty: {found.begin:#x}..{found.end:#x}")
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        if after.begin < before.end:
+            raise ValueError(f"live ranges {before.id} and {after.id} overlap")
+    columns = [
+        [found.begin for found in ordered],
+        [found.end for found in ordered],
+        [found.id for found in ordered],
+    ]
+    words = [len(ordered), len(shadows), *(word for column in columns for word in column), *shadows]
+    return struct.pack(f"<{len(words)}Q", *words)
+
+
+def table_size(ranges: int, buffers: int) -> int:
+    """Bytes of a table of `ranges` ranges and `buffers` data buffers."""
+    return WORD_BYTES * (HEADER_WORDS + 3 * ranges + buffers)
+
+
+def range_name(found: int, buffer_names: Sequence[str] = ()) -> str:
+    """How a report names the range with id `found`: a data buffer by position (and IR name when
+    known), a buffer of the runtime's, or a driver's range by its id."""
+    if found >= RUNTIME_RANGE and found - RUNTIME_RANGE < len(RUNTIME_RANGES):
+        return f"the {RUNTIME_RANGES[found - RUNTIME_RANGE]} buffer"
+    if found < len(buffer_names):
+        return f"buffer {found} ({buffer_names[found]})"
+    return f"buffer {found}" if found < RUNTIME_RANGE else f"range {found:#x}"
+
+
+def is_runtime_range(found: int) -> bool:
+    """Whether the range with id `found` is one of the runtime's own buffers."""
+    return RUNTIME_RANGE <= found < RUNTIME_RANGE + len(RUNTIME_RANGES)
+
+
+def shadow_size(size: int) -> int:
+    """Bytes of the shadow of a data buffer of `size` bytes: whole u64 words, at least one."""
+    return WORD_BYTES * max(1, -(-size // SHADOW_WORD_BITS))
+
+
+def initial_shadow(size: int, written: int) -> bytes:
+    """The shadow of a `size`-byte data buffer whose first `written` bytes a file gave."""
+    written = min(written, size)
+    whole, rest = divmod(written, 8)
+    bits = b"\xff" * whole + (bytes([(1 << rest) - 1]) if rest else b"")
+    return bits + bytes(shadow_size(size) - len(bits))

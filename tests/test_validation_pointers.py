@@ -1,0 +1,190 @@
+"""Accesses through pointers no data buffer explains, checked against the runtime's live ranges (SPEC 13):
+pointers stored into a buffer and loaded back, made by `inttoptr`, into the runtime's own buffers, in
+`noinline` functions; each planted error reported at its site with exact counts, first invocations and
+neighbours, and its clean twin reporting nothing (cpu on 1 and 2 threads, and a GPU where present)."""
+
+from __future__ import annotations
+
+import pytest
+from validation_runs import PLACES, UNKNOWN, entry, guards_intact, reports, run, words
+
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
+from metadata.live_ranges import NO_RANGE, PRINTF_RANGE, LiveRange, table_bytes
+
+STORED_POINTERS = entry(
+    "  %target = getelementptr i32, ptr addrspace(7) %b, i64 %wide\n"
+    "  %slot = getelementptr ptr addrspace(7), ptr addrspace(7) %a, i64 %wide\n"
+    "  store ptr addrspace(7) %target, ptr addrspace(7) %slot\n"
+    "  %loaded = load ptr addrspace(7), ptr addrspace(7) %slot\n"
+    "  store i32 %id, ptr addrspace(7) %loaded\n",
+    buffers="ab",
+)
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_pointers_stored_into_a_buffer_and_loaded_back_are_checked_where_they_point(place):
+    # %b holds 16 words: the pointers of invocations 16..23 point past its end.
+    result = run(STORED_POINTERS, [8 * 24, 64], 24, place)
+    assert reports(result) == [("range", "store", "main", 8, 16)]
+    (report,) = result.validation
+    below, end = report.below
+    assert below == 1 and report.address == end  # invocation 16: right at the end of %b
+    assert "0 bytes past the end of buffer 1 (%b)" in report.line()
+    assert words(result.data_buffers[1], 16) == list(range(16)) and guards_intact(result)
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_pointers_stored_and_loaded_back_inside_their_buffer_are_not_reported(place):
+    result = run(STORED_POINTERS, [8 * 16, 64], 16, place)
+    assert reports(result) == []
+    assert words(result.data_buffers[1], 16) == list(range(16))
+
+
+ONE_PAST_INTO_ANOTHER = entry(
+    "  %a.at = ptrtoint ptr addrspace(7) %a to i64\n"
+    "  %b.at = ptrtoint ptr addrspace(7) %b to i64\n"
+    "  %gap = sub i64 %b.at, %a.at\n"
+    "  %step = mul i64 %wide, 4\n"
+    "  %into = add i64 %gap, %step\n"
+    "  %p = getelementptr i8, ptr addrspace(7) %a, i64 %into\n"
+    "  store i32 %id, ptr addrspace(7) %p\n"
+    "  %slot = getelementptr ptr addrspace(7), ptr addrspace(7) %c, i64 %wide\n"
+    "  store ptr addrspace(7) %p, ptr addrspace(7) %slot\n"
+    "  %q = load ptr addrspace(7), ptr addrspace(7) %slot\n"
+    "  %v = add i32 %id, 100\n"
+    "  store i32 %v, ptr addrspace(7) %q\n",
+    buffers="abc",
+)
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_pointer_past_the_end_of_its_buffer_into_another_is_caught_by_its_own_bounds(place):
+    """%p derives from %a and points into %b: %a's bounds check catches every store. Stored and loaded
+    back, the same pointer is only a pointer into a live buffer: the live ranges cannot tell (documented),
+    and the second store lands in %b."""
+    result = run(ONE_PAST_INTO_ANOTHER, [64, 64, 8 * 16], 16, place)
+    assert reports(result) == [("bounds", "store", "main", 16, 0)]
+    (report,) = result.validation
+    assert report.site.buffer == 0 and report.greatest_offset - report.least_offset == 4 * 15
+    assert words(result.data_buffers[0], 16) == [0] * 16
+    assert words(result.data_buffers[1], 16) == [n + 100 for n in range(16)]
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_store_into_the_printf_buffer_is_refused_and_named(place):
+    text = entry(
+        "  %count = getelementptr i8, ptr addrspace(7) %printf, i64 0\n"
+        "  store i64 0, ptr addrspace(7) %count\n"
+        "  call void (ptr addrspace(7), ptr addrspace(4), ...) @lgc.debug.printf(ptr addrspace(7) %printf, "
+        "ptr addrspace(4) @fmt, i32 %id)\n",
+        head='@fmt = private unnamed_addr addrspace(4) constant [4 x i8] c"%u\\0A\\00"\n',
+    )
+    result = run(text, [4], 12, place)
+    assert reports(result) == [("range", "store", "main", 12, 0)]
+    (report,) = result.validation
+    assert report.below[0] == PRINTF_RANGE
+    assert "into the printf buffer, which is the runtime's, not the shader's" in report.line()
+    assert sorted(result.printf.text().split()) == sorted(str(n) for n in range(12))  # nothing lost
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_an_address_below_every_range_reads_zero_and_names_the_range_above(place):
+    text = entry(
+        "  %p = inttoptr i64 16 to ptr addrspace(7)\n"
+        "  %v = load i32, ptr addrspace(7) %p\n"
+        "  %at = getelementptr i32, ptr addrspace(7) %a, i64 %wide\n"
+        "  store i32 %v, ptr addrspace(7) %at\n"
+    )
+    result = run(text, [4 * 8], 8, place)
+    assert reports(result) == [("range", "load", "main", 8, 0)]
+    (report,) = result.validation
+    assert report.address == 16 and report.below == (NO_RANGE, 0) and report.above[0] != NO_RANGE
+    assert words(result.data_buffers[0], 8) == [0] * 8
+
+
+SIZES = [8, 20, 64, 100, 4, 128, 36, 200, 52]  # bytes of nine data buffers
+
+
+def scattered_loads() -> str:
+    """Each invocation loads a word of each buffer k at `4 * id - 16` bytes from its start, through
+    `inttoptr`, and adds them into %out[id]."""
+    body = "  %off = mul i64 %wide, 4\n  %from = sub i64 %off, 16\n  %sum0 = add i32 0, 0\n"
+    for k in range(len(SIZES)):
+        body += (
+            f"  %base{k} = ptrtoint ptr addrspace(7) %{chr(97 + k)} to i64\n"
+            f"  %addr{k} = add i64 %base{k}, %from\n"
+            f"  %p{k} = inttoptr i64 %addr{k} to ptr addrspace(7)\n"
+            f"  %v{k} = load i32, ptr addrspace(7) %p{k}\n"
+            f"  %sum{k + 1} = add i32 %sum{k}, %v{k}\n"
+        )
+    body += (
+        "  %dst = getelementptr i32, ptr addrspace(7) %out, i64 %wide\n"
+        f"  store i32 %sum{len(SIZES)}, ptr addrspace(7) %dst\n"
+    )
+    return entry(body, buffers=[*(chr(97 + k) for k in range(len(SIZES))), "out"])
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_the_search_of_many_ranges_finds_exactly_the_words_inside_them(place):
+    invocations = 64  # offsets -16 .. 236: inside each buffer, or in the guard around it
+    data = [bytes((k + 1) for _ in range(size)) for k, size in enumerate(SIZES)]  # every byte k + 1
+    result = run(scattered_loads(), [*data, 4 * invocations], invocations, place)
+    expected = []
+    for size in SIZES:
+        inside = [n for n in range(invocations) if 0 <= 4 * n - 16 <= size - 4]
+        expected.append(("range", "load", "main", invocations - len(inside), 0))
+    assert reports(result) == expected
+    for k, report in enumerate(result.validation):
+        assert report.above[0] == k and report.above[1] - report.address == 16  # invocation 0: 16 before
+    word = [int.from_bytes(bytes([k + 1]) * 4, "little") for k in range(len(SIZES))]
+    sums = [
+        sum(word[k] for k, size in enumerate(SIZES) if 0 <= 4 * n - 16 <= size - 4) % (1 << 32)
+        for n in range(invocations)
+    ]
+    assert [value % (1 << 32) for value in words(result.data_buffers[-1], invocations)] == sums
+
+
+NOINLINE_PUT = (
+    "define void @put(ptr addrspace(7) %p, i64 %i, i32 %v) noinline {\n"
+    "  %at = getelementptr i32, ptr addrspace(7) %p, i64 %i\n"
+    "  store i32 %v, ptr addrspace(7) %at\n  ret void\n}\n"
+)
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_noinline_function_gets_the_invocation_from_its_callers(place):
+    text = entry("  call void @put(ptr addrspace(7) %a, i64 %wide, i32 %id)\n", head=NOINLINE_PUT)
+    lowered = lower_sources([Source("test.ll", text)], validate=True).ir
+    parameters = (
+        "ptr addrspace(7) %p, i64 %i, i32 %v, ptr addrspace(7) %dprintf.printf, i32 %dprintf.invocation"
+    )
+    assert f"@put({parameters})" in lowered
+    result = run(text, [64], 20, place)
+    assert reports(result) == [("range", "store", "put", 4, 16)]
+    assert words(result.data_buffers[0], 16) == list(range(16)) and guards_intact(result)
+
+
+def test_a_function_whose_address_is_taken_reports_with_the_invocation_unknown():
+    body = (
+        "  %slot = getelementptr i8, ptr addrspace(7) %b, i64 0\n"
+        "  store ptr @put, ptr addrspace(7) %slot\n"
+        "  call void @put(ptr addrspace(7) %a, i64 %wide, i32 %id)\n"
+    )
+    result = run(entry(body, buffers="ab", head=NOINLINE_PUT), [64, 8], 20)
+    assert reports(result) == [("range", "store", "put", 4, UNKNOWN)]
+    assert "4 invocations, first unknown" in result.validation[0].line()
+
+
+def test_nothing_is_left_unchecked_in_code_that_only_touches_the_runtimes_buffers():
+    for text in (STORED_POINTERS, ONE_PAST_INTO_ANOTHER, scattered_loads()):
+        table = lower_sources([Source("test.ll", text)], validate=True).validation
+        assert table.unchecked == ()
+
+
+def test_the_table_of_live_ranges_is_sorted_into_columns():
+    ranges = [LiveRange(300, 310, 2), LiveRange(100, 164, 0), LiveRange(200, 204, PRINTF_RANGE)]
+    table = memoryview(table_bytes(ranges, [7000, 8000])).cast("Q").tolist()
+    assert table == [3, 2, 100, 200, 300, 164, 204, 310, 0, PRINTF_RANGE, 2, 7000, 8000]
+    with pytest.raises(ValueError, match="overlap"):
+        table_bytes([LiveRange(0, 10, 0), LiveRange(5, 20, 1)])
