@@ -273,7 +273,7 @@ class Function:
         self.header = header
         self.blocks = blocks
         self._tokens = tokenize(header)
-        self._name_index = next(index for index, token in enumerate(self._tokens) if token[1][:1] == "@")
+        self._name_index = _name_index(self._tokens)
 
     def __str__(self) -> str:
         if self.blocks is None:
@@ -312,6 +312,7 @@ class Function:
         """Drop the keyword `word` from the header (a calling convention, an attribute)."""
         self.header = without_word(self.header, word)
         self._tokens = tokenize(self.header)
+        self._name_index = _name_index(self._tokens)
 
     def add_attribute(self, word: str) -> None:
         """Give the function the attribute `word` (`alwaysinline`): after its parameters and any
@@ -361,6 +362,12 @@ class Function:
         for successor in set(new.successors()):
             _rename_incoming(self.block(successor), old_label, label)
         return new
+
+
+def _name_index(tokens: list[Token]) -> int:
+    """The index of a function header's name, its first `@` token (after the linkage, the calling
+    convention and the return type)."""
+    return next(index for index, token in enumerate(tokens) if token[1][:1] == "@")
 
 
 def _rename_incoming(block: Block, old: str, new: str) -> None:

@@ -46,6 +46,7 @@ class PassContext:
         self.problems: list[tuple[Call | None, str]] = []
         self.warnings: list[str] = []
         self.user_data: UserDataBuffers | None = None  # loading the printf buffer from user data, once used
+        self.user_data_offset: int | None = None  # LLPC's printf buffer node's, once a call uses the node
         self.validation: ValidationTable | None = None
         self.instrumentation: InstrumentationTable | None = None
         self.listing: tuple[tuple[str, int | None], ...] = ()

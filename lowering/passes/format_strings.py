@@ -72,24 +72,34 @@ class FormatStrings:
             return str(failure)
         return signed64(entry_header(entry.index, dwords))
 
+    def surplus_arguments(self, call: Call, string: str, arguments: list[Operand]) -> list[Operand]:
+        """The arguments the conversions print: those past them are not printed, with a warning, as C
+        ignores them (C99 7.19.6.1) and VVL warns (SPEC 9); LLPC's `CsLowerDebugPrintf.lgc` passes
+        one. What does not parse is left for the entry's own check to report."""
+        try:
+            conversions = parse_format(string, self.context.options.dialect).conversions
+        except DprintfError:
+            return arguments
+        if len(arguments) <= len(conversions):
+            return arguments
+        extra = len(arguments) - len(conversions)
+        self.context.warnings.append(
+            f"{self.context.where(call)}: {extra} argument(s) after the {len(conversions)} conversion(s) of "
+            f"{string!r} are not printed"
+        )
+        return arguments[: len(conversions)]
+
     def vvl_arguments(
         self, call: Call, string: str, arguments: list[Operand]
     ) -> tuple[list[Operand], list[Instruction]]:
-        """VVL's habits (SPEC 9): arguments past the conversions are not printed, and a vector shorter
-        than its `%vN` is padded with zero components (by the instructions returned); each a warning,
-        as VVL warns. What does not parse is left for the entry's own check to report."""
+        """VVL's habit (SPEC 9): a vector shorter than its `%vN` is padded with zero components (by the
+        instructions returned), with a warning, as VVL warns. What does not parse is left for the
+        entry's own check to report."""
         try:
             conversions = parse_format(string, VVL_DIALECT).conversions
         except DprintfError:
             return arguments, []
         context = self.context
-        if len(arguments) > len(conversions):
-            extra = len(arguments) - len(conversions)
-            context.warnings.append(
-                f"{context.where(call)}: {extra} argument(s) after the {len(conversions)} conversion(s) of "
-                f"{string!r} are not printed"
-            )
-            arguments = arguments[: len(conversions)]
         padded, instructions = [], []
         for position, (conversion, operand) in enumerate(zip(conversions, arguments, strict=False), start=1):
             vector = parse_type(operand.type)

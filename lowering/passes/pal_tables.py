@@ -20,8 +20,8 @@ def run(context: PassContext) -> None:
     """amdpal: the format-string table and the others the run has, in the module's PAL metadata."""
     if not context.target.pal_metadata:
         return
-    if context.user_data is not None:
-        context.table.other_keys[USER_DATA_OFFSET_KEY] = context.user_data.found.user_data_offset
+    if context.user_data_offset is not None:
+        context.table.other_keys[USER_DATA_OFFSET_KEY] = context.user_data_offset
     extra = {
         **(context.validation.to_document() if context.validation is not None else {}),
         **(context.instrumentation.to_document() if context.instrumentation is not None else {}),

@@ -82,6 +82,8 @@ class _PrintfAbort:
             context.problem(call, f"the buffer operand `{operands[0]}` is not a pointer")
         string = self.formats.string(call, string_operand)
         padding: list[Instruction] = []
+        if string is not None:
+            rest = self.formats.surplus_arguments(call, string, rest)
         if context.options.dialect == VVL_DIALECT and string is not None:
             rest, padding = self.formats.vvl_arguments(call, string, rest)
         types = tuple((operand.type, SIGN_EXTENDED in operand.attributes) for operand in rest)
