@@ -3,12 +3,14 @@ the command, every outcome clean (exit 0 or 3, or 1 with an `error:` line), no t
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
 from pathlib import Path
 
 FUZZER = Path(__file__).resolve().parent / "benchmarks" / "fuzz_cli.py"
+ROOT = FUZZER.parents[2]  # the fuzzer imports this checkout's packages, not an installed copy's
 
 
 def test_mutated_inputs_have_clean_outcomes(tmp_path):
@@ -20,6 +22,10 @@ def test_mutated_inputs_have_clean_outcomes(tmp_path):
         text=True,
         check=False,
         timeout=300,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        },
     )
     last_case = log.read_text() if log.exists() else "none"
     assert done.returncode == 0, f"seed {seed}, last {last_case}: {done.stderr[-3000:]}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
 
-from metadata.layout import FLOAT, INTEGER, ArgType, Layout
+from metadata.layout import FLOAT, INTEGER, POINTER, STRING, ArgType, Layout
 from metadata.wire import (
     ABORT_SIZE_DWORDS,
     CAPACITY_BYTE_OFFSET,
@@ -34,7 +34,13 @@ from .warp_aggregation import define_warp_aggregated_reserve
 
 PRINTF = "printf"
 ABORT = "abort"
-SIGN_EXTENDED = "signext"  # the call operand attribute after which a narrow integer widens with its sign
+# How an argument is passed, beside its IR type: as it is; a narrow integer widened with its sign (after
+# its `signext` call operand attribute); a `%s` argument's string index (an `i32` the pass computed);
+# a `%p` argument's pointer, stored as its 64 bits.
+AS_IS = ""
+SIGN_EXTENDED = "signext"
+STRING_INDEX = "string index"
+POINTER_BITS = "pointer bits"
 
 # IR scalar -> (buffer kind, IR bits, cast that widens it, IR type stored): SPEC section 4.
 _SCALARS: dict[ir.Type, tuple[str, int, str | None, ir.Type]] = {
@@ -61,10 +67,15 @@ class Argument:
 
 
 @functools.lru_cache(maxsize=256)
-def classify(ir_type: str, sign_extended: bool = False) -> Argument | str:
+def classify(ir_type: str, passed: str = AS_IS) -> Argument | str:
     """How an argument of `ir_type` is packed (SPEC section 4), or why it cannot be. A narrow integer
-    widens by zero extension, or by sign extension when `sign_extended` (its `signext`, SPEC 9)."""
+    widens by zero extension, or by sign extension when SIGN_EXTENDED (its `signext`, SPEC 9); a
+    STRING_INDEX is a `%s` argument's `i32`, a pointer with POINTER_BITS a `%p` argument's 64 bits."""
     parsed = parse_type(ir_type)
+    if passed == STRING_INDEX and parsed == I32:
+        return Argument(I32, ArgType(STRING, 32), None, I32)
+    if passed == POINTER_BITS and isinstance(parsed, ir.PointerType):
+        return Argument(parsed, ArgType(POINTER, 64), "ptrtoint", I64)
     lanes, scalar = 0, parsed
     if isinstance(parsed, ir.VectorType):
         lanes, scalar = parsed.count, parsed.element
@@ -72,7 +83,7 @@ def classify(ir_type: str, sign_extended: bool = False) -> Argument | str:
     if parsed is None or widening is None:
         return f"type {ir_type} is {_what_is(ir_type, parsed)}; arguments must be {_ALLOWED}"
     kind, bits, cast, stored = widening
-    if sign_extended and cast == "zext":
+    if passed == SIGN_EXTENDED and cast == "zext":
         cast = "sext"
     return Argument(
         parsed, ArgType.widened(kind, bits, lanes), cast, ir.VectorType(stored, lanes) if lanes else stored
@@ -199,8 +210,9 @@ def define_helper(
 
 
 def _widen(builder: ir.IRBuilder, argument: Argument, value: ir.Value, index: int) -> ir.Value:
-    """The argument widened as it is stored: `zext`, `sext` or `fpext`."""
-    cast = {"zext": builder.zext, "sext": builder.sext, "fpext": builder.fpext}[argument.cast or ""]
+    """The argument widened as it is stored: `zext`, `sext`, `fpext`, or a pointer's `ptrtoint`."""
+    casts = {"zext": builder.zext, "sext": builder.sext, "fpext": builder.fpext, "ptrtoint": builder.ptrtoint}
+    cast = casts[argument.cast or ""]
     return cast(value, argument.stored, name=f"a{index}.wide")
 
 
@@ -219,16 +231,16 @@ class HelperSet:
         self,
         kind: str,
         buffer_type: str,
-        types: tuple[tuple[str, bool], ...],
+        types: tuple[tuple[str, str], ...],
         aggregated: bool,
         outlined: bool,
     ) -> Helper | list[str]:
-        """The helper for arguments of `types` (each an IR type and whether it is `signext`), or why each
-        argument that cannot be passed cannot (`argument N: ...`)."""
+        """The helper for arguments of `types` (each an IR type and how it is passed: AS_IS,
+        SIGN_EXTENDED, ...), or why each argument that cannot be passed cannot (`argument N: ...`)."""
         key = (kind, buffer_type, types, aggregated, outlined)
         helper = self._by_key.get(key)
         if helper is None:
-            arguments = [classify(ir_type, sign_extended) for ir_type, sign_extended in types]
+            arguments = [classify(ir_type, passed) for ir_type, passed in types]
             reasons = [
                 f"argument {position}: {argument}"
                 for position, argument in enumerate(arguments, start=1)

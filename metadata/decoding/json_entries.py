@@ -10,8 +10,8 @@ template is built; its conversions print only characters that JSON leaves as the
 letters, points, spaces), so the text needs no escaping per entry, and a format of integer and `%f`/`%e`
 conversions renders as byte cells, a block of entries at a time. Two things the template cannot print
 are rendered beside it and spliced in, row by row: float values (`repr`, as `json.dumps` writes them;
-the non-finite ones as the strings "nan", "inf", "-inf") and the text of a format with `%c` (any byte,
-escaped per entry).
+the non-finite ones as the strings "nan", "inf", "-inf") and the text of a format with `%c` or `%s` (any
+character, escaped per entry). A `%s` value is its string's index, as the buffer holds it.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ LINE_TERMINATOR = "\n"  # after each entry of `--json-lines`
 OFFSET = -1  # the source of a conversion that prints the entry's offset; else the argument's index
 _OFFSET_TYPE = ArgType(INTEGER, 64)
 _NON_FINITE = {"nan": '"nan"', "inf": '"inf"', "-inf": '"-inf"'}
+_ANY_CHARACTER = ("c", "s")  # conversions whose text JSON may need to escape
 
 
 def json_values(values: Sequence) -> list:
@@ -136,7 +137,7 @@ def json_plan(found: DecodableFormat, terminator: str) -> JsonPlan:
         builder.conversion(_unsigned(arg), arg, index)
         builder.literal("]" if arg.vector else "")
     builder.literal('], "text": ')
-    if any(conversion.conversion == "c" for conversion in found.format.conversions):
+    if any(conversion.conversion in _ANY_CHARACTER for conversion in found.format.conversions):
         builder.part(_EscapedText(found.format, found.layout))
     else:
         builder.literal('"')
