@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from metadata.call_sites import LineLimit
 from metadata.instrumentation import InstrumentationTable
 from metadata.table import FormatTable
 from metadata.validation import ValidationTable
@@ -34,10 +35,12 @@ class LoweredModule:
     validation: ValidationTable | None = None  # the check sites, when lowered with `validate`
     instrumentation: InstrumentationTable | None = None  # the blocks, when lowered with `instrument`
     listing: tuple[tuple[str, int | None], ...] = ()  # instrumented: the IR before, lines with their block
+    line_limit: LineLimit | None = None  # with `max_lines_per_site`: the limit and the counted sites
 
     def document(self) -> dict:
         """The metadata document keys besides the format-string table that the ELF note carries."""
         return {
             **(self.validation.to_document() if self.validation is not None else {}),
             **(self.instrumentation.to_document() if self.instrumentation is not None else {}),
+            **(self.line_limit.to_document() if self.line_limit is not None else {}),
         }

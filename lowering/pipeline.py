@@ -3,6 +3,8 @@
     link the inputs (parse, verify, set the target's triple and data layout)
     -> calling conventions the target's code generator cannot lower (`passes.calling_conventions`)
     -> every printf and abort call replaced by a call to its helper (`passes.printf_abort`)
+    -> [validate, or printf's invocation IDs] the functions inlined into the entries
+    -> [printf's invocation IDs] the entry's ID at each call (`passes.invocation_ids`)
     -> [validate] every data-buffer access checked (`passes.validation`)
     -> the helpers defined, the tables added (`passes.helpers`, `passes.pal_tables`)
     -> parse, verify and inline the helpers once
@@ -31,6 +33,7 @@ from .passes import (
     buffer_accesses,
     calling_conventions,
     instrumentation,
+    invocation_ids,
     pal_tables,
     printf_abort,
     validation,
@@ -48,14 +51,21 @@ def lower_sources(
     validate: bool = False,
     dialect: str = C_DIALECT,
     instrument: bool = False,
+    verbose: bool = False,
+    only_invocations: tuple[tuple[int, int], ...] | None = None,
+    max_lines_per_site: int | None = None,
 ) -> LoweredModule:
     """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
     of one), reading format strings in `dialect` (SPEC 9); with `validate` check every data-buffer
-    access (SPEC 11), with `instrument` count every block's entries (SPEC 10); LoweringError for bad
-    input."""
+    access (SPEC 11), with `instrument` count every block's entries (SPEC 10). Printf calls: with
+    `verbose` each its own entry, with its site and the invocation ID; with `only_invocations` only
+    those invocation IDs write; with `max_lines_per_site` a call site writes at most that many lines
+    (issue 23). LoweringError for bad input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
-    options = Options(get_target(target), dialect, validate, instrument)
+    options = Options(
+        get_target(target), dialect, validate, instrument, verbose, only_invocations, max_lines_per_site
+    )
     with _few_collections():
         return run(sources, options)
 
@@ -76,8 +86,15 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
     printf_abort.run(context, kinds)
     context.raise_problems()
     context.apply_edits()
-    if options.validate:
+    gate = options.printf_gate
+    needs_invocations = gate is not None and gate.takes_invocation
+    if options.validate or needs_invocations:
+        called = invocation_ids.called_functions(context.module)
         buffer_accesses.inline_into_entries(context)
+        if needs_invocations:
+            invocation_ids.run(context, called)
+            context.raise_problems()
+    if options.validate:
         validation.run(context)
     helpers = context.helpers.module(options.target)
     if context.user_data is not None:
@@ -99,6 +116,7 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
         context.validation,
         context.instrumentation,
         context.listing,
+        context.line_limit,
     )
 
 

@@ -24,10 +24,11 @@ from typing import Any
 import msgpack
 
 from .abort_messages import AbortMessageEntry, is_abort_message_row
+from .call_sites import CallSite
 from .errors import FormatStringError, LinkError, TableError
 from .formats import C_DIALECT, DIALECTS, FormatString, parse_format, with_strings
 from .ids import format_string_id
-from .layout import Layout, sixty_four_bit_mask
+from .layout import INTEGER, ArgType, Layout, sixty_four_bit_mask
 from .wire import ENTRY_HEADER_DWORDS, ID_MASK, MAX_ENTRY_DWORDS
 
 TABLE_KEY = "amdpal.format_strings"
@@ -40,7 +41,9 @@ COUNT_KEY = ".argument_count"
 MASK_KEY = ".64bit_arguments"
 DIALECT_KEY = ".dialect"
 ARGUMENT_STRINGS_KEY = ".argument_strings"  # the constant strings the entry's `%s` arguments index
+SITE_KEY = ".site"  # an entry's call site (`--verbose`): its payload leads with the invocation ID
 _U64 = (1 << 64) - 1
+INVOCATION = ArgType(INTEGER, 32)  # the invocation ID an entry with a site leads its payload with
 _MAX_ARGUMENTS = MAX_ENTRY_DWORDS - ENTRY_HEADER_DWORDS
 _UNPACK_REASONS = {msgpack.StackError: "nested too deeply", msgpack.FormatError: "a reserved type byte"}
 
@@ -48,8 +51,9 @@ _UNPACK_REASONS = {msgpack.StackError: "nested too deeply", msgpack.FormatError:
 @dataclass(frozen=True, slots=True)
 class FormatEntry:
     """One row of the table: ID, format string, argument count, 64-bit mask words, the format dialect
-    (`.dialect`, absent for C's: SPEC 9), and the constant strings its `%s` arguments index
-    (`.argument_strings`, absent when it has none)."""
+    (`.dialect`, absent for C's: SPEC 9), the constant strings its `%s` arguments index
+    (`.argument_strings`, absent when it has none), and the call site of an entry written with
+    `--verbose` (`.site`; its payload then starts with the invocation ID)."""
 
     index: int
     string: str
@@ -58,19 +62,34 @@ class FormatEntry:
     other_keys: bytes = b""  # the entry's keys this project does not use, msgpack-packed, kept as read
     dialect: str = C_DIALECT
     argument_strings: tuple[str, ...] = ()
+    site: CallSite | None = None
 
     @classmethod
     def for_call(
-        cls, string: str, layout: Layout, dialect: str = C_DIALECT, argument_strings: Sequence[str] = ()
+        cls,
+        string: str,
+        layout: Layout,
+        dialect: str = C_DIALECT,
+        argument_strings: Sequence[str] = (),
+        site: CallSite | None = None,
     ) -> FormatEntry:
         """The entry a printf or abort call with this string and argument layout records; its `%s`
-        arguments index `argument_strings`, which are part of its ID."""
+        arguments index `argument_strings`, and a `site` (`--verbose`) makes it the entry of that call
+        alone, its payload led by the invocation ID: both are part of its ID."""
         strings = tuple(argument_strings)
-        extras = {"strings": list(strings)} if strings else None
+        extras = {
+            **({"strings": list(strings)} if strings else {}),
+            **({"site": site.key()} if site is not None else {}),
+        }
         index = format_string_id(string, layout, dialect, extras)
-        return cls(
-            index, string, len(layout), sixty_four_bit_mask(layout), dialect=dialect, argument_strings=strings
-        )
+        mask = sixty_four_bit_mask(layout)
+        return cls(index, string, len(layout), mask, dialect=dialect, argument_strings=strings, site=site)
+
+    @property
+    def payload_layout(self) -> Layout:
+        """The payload's layout: the invocation ID first when the entry has a site, then the arguments."""
+        layout = self.layout
+        return (INVOCATION, *layout) if self.site is not None else layout
 
     @property
     def format(self) -> FormatString:
@@ -97,6 +116,7 @@ class FormatEntry:
             MASK_KEY: list(self.sixty_four_bit),
             **({DIALECT_KEY: self.dialect} if self.dialect != C_DIALECT else {}),
             **({ARGUMENT_STRINGS_KEY: list(self.argument_strings)} if self.argument_strings else {}),
+            **({SITE_KEY: self.site.to_map()} if self.site is not None else {}),
             **other,
         }
 
@@ -240,7 +260,7 @@ def unpack_document(blob: bytes) -> dict[str, Any]:
 
 
 _ENTRY_KEYS = (INDEX_KEY, STRING_KEY, COUNT_KEY, MASK_KEY)
-_OPTIONAL_KEYS = (DIALECT_KEY, ARGUMENT_STRINGS_KEY)
+_OPTIONAL_KEYS = (DIALECT_KEY, ARGUMENT_STRINGS_KEY, SITE_KEY)
 
 
 def _entry_from_map(row: Any, where: str) -> FormatEntry:
@@ -276,9 +296,10 @@ def _entry_from_map(row: Any, where: str) -> FormatEntry:
         isinstance(strings, list) and all(isinstance(text, str) and "\0" not in text for text in strings),
         f"{where}{ARGUMENT_STRINGS_KEY} is not an array of strings without NUL characters",
     )
+    site = CallSite.from_map(row[SITE_KEY], f"{where}{SITE_KEY}") if SITE_KEY in row else None
     other = {key: value for key, value in row.items() if key not in (*_ENTRY_KEYS, *_OPTIONAL_KEYS)}
     packed = msgpack.packb(other, use_bin_type=True) if other else b""
-    return FormatEntry(index, string, count, tuple(mask), packed, dialect, tuple(strings))
+    return FormatEntry(index, string, count, tuple(mask), packed, dialect, tuple(strings), site)
 
 
 def _require(condition: bool, message: str) -> None:

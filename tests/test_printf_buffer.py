@@ -738,7 +738,7 @@ def test_a_pool_renders_only_outputs_that_one_process_renders_slower(text, entri
     )
     (group,) = decoding.groups
     large = dataclasses.replace(group, offsets=np.zeros(entries, dtype=np.int64))
-    assert dataclasses.replace(decoding, groups=(large,))._pool_pays(printf_buffer.TEXT, processes) is pays
+    assert printf_buffer._pool_pays((large,), printf_buffer.TEXT, processes) is pays
 
 
 def test_small_decodings_are_rendered_in_the_calling_process(monkeypatch):

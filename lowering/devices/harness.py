@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from metadata.call_sites import DroppedLines
 from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.decoding.buffer_builder import build_buffer
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
@@ -36,6 +37,7 @@ from ..targets.runtime_globals import (
     ABORT_BUFFER_GLOBAL,
     INSTRUMENTATION_BUFFER_GLOBAL,
     PRINTF_BUFFER_GLOBAL,
+    SITE_COUNTS_GLOBAL,
     VALIDATION_SIZES_GLOBAL,
 )
 from ..targets.target import Target
@@ -108,6 +110,8 @@ class RunResult:
     profile: Profile | None = None  # instrumented: the times each block was entered, and its costs (SPEC 10)
     listing: tuple[tuple[str, int | None], ...] = ()  # instrumented: the IR, each line with its block
     lowering_warnings: tuple[str, ...] = ()  # what the pass said of the module (LoweredModule.warnings)
+    line_limit: int | None = None  # with a per-site line limit: the limit,
+    dropped_lines: tuple[DroppedLines, ...] = ()  # and each site that passed it
 
     @property
     def device_lost(self) -> bool:
@@ -176,9 +180,13 @@ def run_sources(
     validate: bool = False,
     dialect: str = C_DIALECT,
     instrument: bool = False,
+    verbose: bool = False,
+    only_invocations: tuple[tuple[int, int], ...] | None = None,
+    max_lines_per_site: int | None = None,
 ) -> RunResult:
     """Lower `sources` for `device` (with `validate`, checking data-buffer accesses; with `instrument`,
-    counting block entries), run invocations `0 .. invocations-1` of `entry`, decode the buffers.
+    counting block entries; printf's `verbose`, `only_invocations` and `max_lines_per_site` as
+    `lower_sources` takes them), run invocations `0 .. invocations-1` of `entry`, decode the buffers.
 
     Sizes are whole buffers in bytes, header included. `data_buffers` are the initial contents of the
     entry's data buffers, in parameter order (SPEC section 11). Raises DprintfError (LoweringError,
@@ -190,7 +198,14 @@ def run_sources(
         chosen.prepare()  # the worker starts while the module is lowered
     try:
         lowered = lower_sources(
-            sources, target=chosen.target, validate=validate, dialect=dialect, instrument=instrument
+            sources,
+            target=chosen.target,
+            validate=validate,
+            dialect=dialect,
+            instrument=instrument,
+            verbose=verbose,
+            only_invocations=only_invocations,
+            max_lines_per_site=max_lines_per_site,
         )
         return run_lowered(
             lowered,
@@ -249,6 +264,9 @@ def run_lowered(
     if lowered.instrumentation is not None:
         globals_ += (RuntimeGlobal(INSTRUMENTATION_BUFFER_GLOBAL, image=len(images)),)
         images.append(data_image(lowered.instrumentation.initial_buffer()))
+    if lowered.line_limit is not None:
+        globals_ += (RuntimeGlobal(SITE_COUNTS_GLOBAL, image=len(images)),)
+        images.append(data_image(bytes(lowered.line_limit.counter_bytes)))
     present = tuple(item for item in globals_ if _has_global(module, item.name))
     launch = Launch(lowered.ir, found, invocations, threads, timeout, present)
     ran = chosen.run(launch, images)
@@ -292,6 +310,7 @@ def _check_runtime_globals(module: llvm.ModuleRef, target: Target, data_buffers:
         ABORT_BUFFER_GLOBAL: target.buffer_type,
         VALIDATION_SIZES_GLOBAL: f"[{data_buffers} x i64]",
         INSTRUMENTATION_BUFFER_GLOBAL: target.buffer_type,
+        SITE_COUNTS_GLOBAL: target.buffer_type,
     }
     for name, wanted in expected.items():
         try:
@@ -375,6 +394,8 @@ def _anonymous(size: int) -> mmap.mmap:
 
 def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
     (printf_image, abort_image, *data_images), status = ran.images, ran.status
+    line_limit = lowered.line_limit
+    dropped = line_limit.dropped(data_images.pop()[:-GUARD_BYTES]) if line_limit is not None else []
     profile = None
     if lowered.instrumentation is not None:
         counts = read_counters(data_images.pop()[:-GUARD_BYTES], lowered.instrumentation)
@@ -401,6 +422,8 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
         profile=profile,
         listing=lowered.listing,
         lowering_warnings=lowered.warnings,
+        line_limit=line_limit.limit if line_limit is not None else None,
+        dropped_lines=tuple(dropped),
         abort=abort,
         printf_buffer=printf_buffer,
         abort_buffer=abort_buffer,

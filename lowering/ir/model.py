@@ -133,8 +133,18 @@ class Instruction:
 
     def lexed_call(self) -> CallSite | None:
         """`call` read with the lexer alone, whatever the line holds."""
-        opcode = self.opcode
-        if opcode not in ("call", "invoke", "callbr"):
+        bounds = self._call_bounds()
+        if bounds is None:
+            return None
+        tokens, (found, close) = self.tokens, bounds
+        arguments = [
+            Operand.from_tokens(tokens, start, end) for start, end in split_list(tokens, found + 2, close)
+        ]
+        return CallSite(self.opcode, tokens[found][1], arguments, text_of(tokens, close + 1))
+
+    def _call_bounds(self) -> tuple[int, int] | None:
+        """The token indices of a call's callee and of the `)` closing its arguments, or None."""
+        if self.opcode not in ("call", "invoke", "callbr"):
             return None
         tokens = self.tokens
         depth = 0
@@ -149,12 +159,7 @@ class Instruction:
         if found < 0:
             return None
         close = closing(tokens, found + 1)
-        if close < 0:
-            return None
-        arguments = [
-            Operand.from_tokens(tokens, start, end) for start, end in split_list(tokens, found + 2, close)
-        ]
-        return CallSite(opcode, tokens[found][1], arguments, text_of(tokens, close + 1))
+        return (found, close) if close >= 0 else None
 
     @property
     def operands(self) -> list[Operand]:
@@ -173,6 +178,16 @@ class Instruction:
                 break
             operands.append(Operand.from_tokens(tokens, start, end))
         return operands
+
+    def with_call_argument(self, text: str) -> Instruction:
+        """This call with one more argument, `text` (`i32 %n`), after the others; ValueError when it is
+        not a call."""
+        bounds = self._call_bounds()
+        if bounds is None:
+            raise ValueError(f"{self.text!r} is not a call")
+        tokens, (callee, close) = self.tokens, bounds
+        separator = ", " if close > callee + 2 else ""
+        return Instruction(f"{text_of(tokens, 0, close)}{separator}{text}{text_of(tokens, close)}")
 
     def renamed(self, result: str) -> Instruction:
         """This instruction defining `result` instead of its own result."""
@@ -307,6 +322,14 @@ class Function:
         tokens = self._tokens
         close = closing(tokens, self._name_index + 1)
         return [token for _, token in tokens[close + 1 :] if token != "{"]
+
+    def add_parameter(self, text: str) -> None:
+        """Give the function one more parameter, `text` (`i32 %n`), after the others."""
+        tokens = self._tokens
+        close = closing(tokens, self._name_index + 1)
+        separator = ", " if close > self._name_index + 2 else ""
+        self.header = f"{text_of(tokens, 0, close)}{separator}{text}{text_of(tokens, close)}"
+        self._tokens = tokenize(self.header)
 
     def remove_word(self, word: str) -> None:
         """Drop the keyword `word` from the header (a calling convention, an attribute)."""

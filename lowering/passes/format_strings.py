@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from metadata.call_sites import CallSite
 from metadata.errors import DprintfError
 from metadata.formats import VVL_DIALECT, conversion_specs, parse_format
 from metadata.table import FormatEntry
@@ -25,13 +26,13 @@ from .helpers import Helper, signed64
 
 class FormatStrings:
     """The format strings of one run: operand text -> (string, or why none), the (conversions, helper)
-    pairs known to match, and each (string, helper)'s entry header (or why there is none)."""
+    pairs known to match, and each (string, helper, strings, site)'s entry header (or why none)."""
 
     def __init__(self, context: PassContext) -> None:
         self.context = context
         self._strings: dict[str, tuple[str | None, str]] = {}
         self._matching: set[tuple[tuple[str, ...], Helper]] = set()
-        self._headers: dict[tuple[str, Helper, tuple[str, ...]], int | str] = {}
+        self._headers: dict[tuple[str, Helper, tuple[str, ...], CallSite | None], int | str] = {}
 
     def string(self, call: Call, operand: Operand) -> str | None:
         """The format string `operand` points at, or None after recording why it cannot be read."""
@@ -50,16 +51,20 @@ class FormatStrings:
             parse_format(string, self.context.options.dialect).check(helper.layout)
             self._matching.add(key)
 
-    def header(self, string: str, helper: Helper, strings: tuple[str, ...] = ()) -> int | str:
-        """The entry header of `string` passed to `helper`, its `%s` arguments indexing `strings` (its
-        entry added to the table), or why none."""
-        key = (string, helper, strings)
+    def header(
+        self, string: str, helper: Helper, strings: tuple[str, ...] = (), site: CallSite | None = None
+    ) -> int | str:
+        """The entry header of `string` passed to `helper`, its `%s` arguments indexing `strings`, the
+        entry of `site` alone when given (`--verbose`; its entry added to the table), or why none."""
+        key = (string, helper, strings, site)
         header = self._headers.get(key)
         if header is None:
-            header = self._headers[key] = self._new_entry(string, helper, strings)
+            header = self._headers[key] = self._new_entry(string, helper, strings, site)
         return header
 
-    def _new_entry(self, string: str, helper: Helper, strings: tuple[str, ...]) -> int | str:
+    def _new_entry(
+        self, string: str, helper: Helper, strings: tuple[str, ...], site: CallSite | None
+    ) -> int | str:
         dwords = helper.entry_dwords
         if dwords > MAX_ENTRY_DWORDS:
             return (
@@ -67,7 +72,7 @@ class FormatStrings:
             )
         try:
             self.check(string, helper)
-            entry = FormatEntry.for_call(string, helper.layout, self.context.options.dialect, strings)
+            entry = FormatEntry.for_call(string, helper.layout, self.context.options.dialect, strings, site)
             self.context.table.add(entry)
         except DprintfError as failure:
             return str(failure)

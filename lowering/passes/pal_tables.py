@@ -25,6 +25,7 @@ def run(context: PassContext) -> None:
     extra = {
         **(context.validation.to_document() if context.validation is not None else {}),
         **(context.instrumentation.to_document() if context.instrumentation is not None else {}),
+        **(context.line_limit.to_document() if context.line_limit is not None else {}),
     }
     try:
         _add_pal_table(context.module, context.table, extra)

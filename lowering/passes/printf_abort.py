@@ -29,6 +29,7 @@ from .calls import MESSAGE, Call, crowded_functions, entry_parameters, find_call
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .format_strings import FormatStrings
 from .helpers import ABORT, AS_IS, PRINTF, Helper, signed64
+from .printf_sites import PrintfSites
 from .runtime_buffers import RuntimeBuffers
 from .string_arguments import StringArguments
 
@@ -49,6 +50,7 @@ class _PrintfAbort:
         self.formats = FormatStrings(context)
         self.strings = StringArguments(context, self.formats)
         self.buffers = RuntimeBuffers(context)
+        self.sites = PrintfSites(context, self.buffers)
         self.outlined: frozenset[str] = frozenset()
 
     def run(self, kinds: list[str]) -> None:
@@ -62,6 +64,7 @@ class _PrintfAbort:
                 self._lower_call(call)
         for problem in other_uses(context.module, kinds, calls):
             context.problem(None, problem)
+        self.sites.finish()
 
     def _lower_call(self, call: Call) -> None:
         """Check a printf or abort call, record its string in the table, and replace it by a call to its
@@ -95,11 +98,13 @@ class _PrintfAbort:
         helper = self._helper(call, buffer.type, types, not without_buffer and self._aggregates(call, buffer))
         if helper is None or len(context.problems) > problems:
             return
-        header = self.formats.header(string, helper, passed.strings)
+        gated, computed, site = self.sites.operands(call) if call.kind == PRINTF else ([], [], None)
+        header = self.formats.header(string, helper, passed.strings, site)
         if isinstance(header, str):
             context.problem(call, header)
             return
-        self._replace(call, helper, buffer, header, passed.operands, [*loads, *padding, *passed.instructions])
+        before = [*loads, *padding, *passed.instructions, *computed]
+        self._replace(call, helper, buffer, header, [*gated, *passed.operands], before)
 
     def _lower_message(self, call: Call) -> None:
         """LLPC's abort message (SPEC 9): its constant dwords go into its table entry, the others into the
@@ -161,7 +166,8 @@ class _PrintfAbort:
         arguments: list[Operand],
         before: list[Instruction],
     ) -> None:
-        """The call replaced by `before` and `helper(buffer, header, arguments...)`."""
+        """The call replaced by `before` and `helper(buffer, header, arguments...)` (the arguments led by
+        what the helper's gate takes)."""
         passed = ", ".join([buffer.text, f"i64 {header}", *(operand.text for operand in arguments)])
         replacement = Instruction(f"call void {global_name(helper.name)}({passed}){call.debug_attachment}")
         self.context.edit(call, [*before, replacement])

@@ -21,6 +21,7 @@ RESOURCE_TYPE = "ptr addrspace(8)"
 CONSTANT_ADDRESS_SPACE = 4
 CONSTANT_POINTER_TYPE = f"ptr addrspace({CONSTANT_ADDRESS_SPACE})"
 INSTRUMENTATION_BUFFER_GLOBAL = "lgc.instrumentation.buffer"  # the block counters (SPEC 10)
+SITE_COUNTS_GLOBAL = "lgc.debug.printf.site.counts"  # a u64 a printf call site (`--max-lines-per-site`)
 
 
 def define_declared_globals(module: llvm.ModuleRef, names: Iterable[str]) -> None:

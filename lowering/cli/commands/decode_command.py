@@ -101,7 +101,9 @@ def _decode(args: argparse.Namespace, elves: list[tuple[str, bytes]], profile: P
         return status
     for message in warnings:
         warn(message)
-    write_text(printf)
+    write_text(printf, verbose=args.verbose)
+    if args.verbose and any(group.format.entry.site is None for group in printf.groups):
+        warn("--verbose: the entries of an ELF compiled without --verbose carry no call site: not prefixed")
     report_printf(printf)
     if aborts is not None:
         report_aborts(aborts)
@@ -132,9 +134,10 @@ def report_validation(sites: Sequence[SiteReport], printf: PrintfDecoding) -> No
         )
 
 
-def write_text(printf: PrintfDecoding) -> None:
-    """The output to stdout, byte for byte what C's printf writes, rendered by every CPU when large."""
-    chunks = printf.output_chunks(processes=os.cpu_count() or 1)
+def write_text(printf: PrintfDecoding, verbose: bool = False) -> None:
+    """The output to stdout, byte for byte what C's printf writes (with `verbose`, each line of an entry
+    with a call site after its site and invocation), rendered by every CPU when large."""
+    chunks = printf.output_chunks(processes=os.cpu_count() or 1, verbose=verbose)
     try:
         for chunk in chunks:
             write_stdout(chunk)
