@@ -1,4 +1,4 @@
-"""Running the `dprintf` command as a user does, in a subprocess, and the ELF reader the tests trust."""
+"""Running the `dprintf` command as a user does, in a subprocess."""
 
 from __future__ import annotations
 
@@ -11,10 +11,3 @@ DPRINTF = [sys.executable, "-m", "lowering.cli"]
 def dprintf(*argv: str) -> subprocess.CompletedProcess:
     """`dprintf argv`, its output captured as text, whatever its exit status."""
     return subprocess.run([*DPRINTF, *argv], capture_output=True, text=True, check=False)
-
-
-def readelf_notes(path) -> str:
-    """`llvm-readelf-14 --notes` of the ELF at `path`."""
-    return subprocess.run(
-        ["llvm-readelf-14", "--notes", str(path)], capture_output=True, text=True, check=True
-    ).stdout

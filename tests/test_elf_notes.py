@@ -1,4 +1,5 @@
-"""The NT_AMDGPU_METADATA note: reading, writing and replacing it, checked against llvm-readelf-14.
+"""The NT_AMDGPU_METADATA note: reading, writing and replacing it, checked against llvm-readelf-14 and,
+independently of `metadata.elf_notes`, pyelftools (`elf_oracles`).
 
 ELF files come from llvmlite: host objects (with extra note sections written in module-level
 assembly), objects for ELF32 and big-endian targets, and real AMD PAL objects from the AMDGPU backend,
@@ -7,19 +8,16 @@ whose note the backend writes from `pal_metadata_ir`. Linked files come from `te
 
 from __future__ import annotations
 
-import ast
 import functools
 import io
 import os
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import llvmlite.binding as llvm
 import msgpack
 import pytest
+from elf_oracles import Reader, each_reader
 from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -39,7 +37,6 @@ from metadata.errors import ElfError, TableError
 from metadata.layout import parse_layout
 from metadata.table import TABLE_KEY, FormatEntry, FormatTable
 
-READELF = "llvm-readelf-14"
 FIXTURES = Path(__file__).parent / "fixtures"
 PAL_TRIPLE = "amdgcn-amd-amdpal"
 PAL_CPU = "gfx1100"
@@ -99,53 +96,15 @@ def pal_object(document: bytes, *, node: int = 0) -> bytes:
     return emit_object(ir, PAL_TRIPLE, PAL_CPU)
 
 
-# --- llvm-readelf-14, the external reader ----------------------------------------------------------
+# --- Checks against a reader (elf_oracles) -------------------------------------------------------
 
 
-def readelf(elf: bytes, *options: str) -> str:
-    """llvm-readelf-14's output for `elf`; fails the test on any warning or error it prints."""
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "input.elf"
-        path.write_bytes(elf)
-        result = subprocess.run([READELF, *options, str(path)], capture_output=True, text=True, check=False)
-    assert result.returncode == 0 and result.stderr == "", result.stderr
-    return result.stdout
+def assert_reader_shows(reader: Reader, elf: bytes, table: FormatTable) -> None:
+    assert reader.notes(elf).rows() == [entry.to_map() for entry in table]
 
 
-def readelf_table(elf: bytes) -> list[dict]:
-    """The `amdpal.format_strings` entries of llvm-readelf-14 --notes, as the maps of `FormatEntry.to_map`."""
-    text = readelf(elf, "--notes")
-    assert text.count(f"{TABLE_KEY}:\n") == 1, text
-    entries: list[dict] = []
-    key = ""
-    for line in text.split(f"{TABLE_KEY}:\n", 1)[1].splitlines():
-        if not line.startswith(" "):
-            break
-        if match := re.fullmatch(r"\s*(- )?(\.\w+):\s*(.*)", line):
-            dash, key, value = match.groups()
-            if key == ".version":
-                assert value == "1"
-            elif key != ".strings":
-                if dash:
-                    entries.append({})
-                entries[-1][key] = _yaml_scalar(value)
-        elif match := re.fullmatch(r"\s*- (\d+)", line):
-            entries[-1][key].append(int(match[1]))
-    return entries
-
-
-def _yaml_scalar(text: str) -> object:
-    if text in ("", "[]"):
-        return []
-    if text.startswith('"'):
-        return ast.literal_eval(text)
-    if text.startswith("'"):
-        return text[1:-1].replace("''", "'")
-    return int(text) if text.isdigit() else text
-
-
-def assert_readelf_shows(elf: bytes, table: FormatTable) -> None:
-    assert sorted(readelf_table(elf), key=lambda row: row[".index"]) == [entry.to_map() for entry in table]
+def note_sections(reader: Reader, elf: bytes) -> list[str]:
+    return [name for name, kind in reader.sections(elf) if kind == "NOTE"]
 
 
 def sections(elf: bytes) -> dict[str, bytes]:
@@ -158,9 +117,9 @@ def segments(elf: bytes) -> list[dict]:
     return [dict(segment.header) for segment in ELFFile(io.BytesIO(elf)).iter_segments()]
 
 
-def assert_clean_rewrite(before: bytes, after: bytes, changed: set[str]) -> None:
+def assert_clean_rewrite(reader: Reader, before: bytes, after: bytes, changed: set[str]) -> None:
     """`after` is `before` with only the sections `changed` replaced: every other section keeps its bytes,
-    the section name table only grew, the segments are the same, and llvm-readelf-14 -a reads it cleanly."""
+    the section name table only grew, the segments are the same, and `reader` reads all of it cleanly."""
     old, new = sections(before), sections(after)
     elffile = ELFFile(io.BytesIO(before))
     names = elffile.get_section(elffile["e_shstrndx"]).name
@@ -170,38 +129,40 @@ def assert_clean_rewrite(before: bytes, after: bytes, changed: set[str]) -> None
         elif name not in changed:
             assert new[name] == data, name
     assert segments(after) == segments(before)
-    readelf(after, "-a")
+    reader.check(after)
 
 
 # --- Note-only ELF ---------------------------------------------------------------------------------
 
 
-def test_note_only_elf_is_read_by_pyelftools_and_readelf():
+@each_reader
+def test_note_only_elf_is_read_by_pyelftools_and_readelf(reader):
     elf = note_only_elf(TABLE.encode())
     assert read_table(elf) == TABLE
     assert read_document(elf) == {TABLE_KEY: TABLE.to_map()}
-    assert_readelf_shows(elf, TABLE)
-    listing = readelf(elf, "-S", "-h")
-    assert re.search(r"\.note\s+NOTE", listing) and re.search(r"\.shstrtab\s+STRTAB", listing)
-    assert "REL (Relocatable file)" in listing
+    assert_reader_shows(reader, elf, TABLE)
+    assert reader.sections(elf) == [("", "NULL"), (".note", "NOTE"), (".shstrtab", "STRTAB")]
+    assert reader.header(elf)[0] == "ET_REL"
     note = find_metadata_note(elf)
     assert note is not None and note.container == "section 1 (.note)"
 
 
-def test_note_only_elf_with_unicode_and_an_empty_table():
-    assert_readelf_shows(note_only_elf(UNICODE_TABLE.encode()), UNICODE_TABLE)
+@each_reader
+def test_note_only_elf_with_unicode_and_an_empty_table(reader):
+    assert_reader_shows(reader, note_only_elf(UNICODE_TABLE.encode()), UNICODE_TABLE)
     empty = note_only_elf(FormatTable().encode())
     assert read_table(empty) == FormatTable()
-    assert readelf_table(empty) == []
+    assert reader.notes(empty).rows() == []
 
 
-def test_replacing_the_table_of_a_note_only_elf():
+@each_reader
+def test_replacing_the_table_of_a_note_only_elf(reader):
     others = {"amdpal.version": [3, 0], "other": {"x": 1}, 7: "seven"}
     elf = note_only_elf(FormatTable().encode(document=others))
     rewritten = with_table(elf, TABLE)
     assert read_document(rewritten) == {**others, TABLE_KEY: TABLE.to_map()}
-    assert_readelf_shows(rewritten, TABLE)
-    assert_clean_rewrite(elf, rewritten, changed={".note"})
+    assert reader.notes(rewritten).document == {**others, TABLE_KEY: TABLE.to_map()}
+    assert_clean_rewrite(reader, elf, rewritten, changed={".note"})
     assert read_table(with_table(rewritten, OTHER_TABLE)) == OTHER_TABLE
 
 
@@ -221,18 +182,19 @@ def test_host_object_without_a_note_reads_as_an_empty_table():
     assert read_table(elf) == FormatTable()
 
 
-def test_with_table_adds_a_note_section_to_a_host_object():
+@each_reader
+def test_with_table_adds_a_note_section_to_a_host_object(reader):
     elf = host_object()
     rewritten = with_table(elf, UNICODE_TABLE)
     assert read_table(rewritten) == UNICODE_TABLE
-    assert_readelf_shows(rewritten, UNICODE_TABLE)
-    assert re.search(r"\] \.note\s+NOTE", readelf(rewritten, "-S"))
-    assert readelf(rewritten, "-s") == readelf(elf, "-s")
-    assert_clean_rewrite(elf, rewritten, changed=set())
+    assert_reader_shows(reader, rewritten, UNICODE_TABLE)
+    assert note_sections(reader, rewritten) == [".note"]
+    assert reader.symbols(rewritten) == reader.symbols(elf)
+    assert_clean_rewrite(reader, elf, rewritten, changed=set())
     assert set(sections(rewritten)) == set(sections(elf)) | {".note"}
     again = with_table(rewritten, TABLE)
     assert read_table(again) == TABLE
-    assert readelf(again, "-S").count("NOTE") == 1
+    assert note_sections(reader, again) == [".note"]
 
 
 @pytest.mark.parametrize(
@@ -240,18 +202,20 @@ def test_with_table_adds_a_note_section_to_a_host_object():
     ["i386-pc-linux-gnu", "mips-unknown-linux-gnu", "powerpc64-unknown-linux-gnu"],
     ids=["elf32-little", "elf32-big", "elf64-big"],
 )
-def test_with_table_on_other_elf_classes_and_byte_orders(triple):
+@each_reader
+def test_with_table_on_other_elf_classes_and_byte_orders(triple, reader):
     elf = emit_object("define i32 @answer() {\n  ret i32 42\n}\n", triple)
     rewritten = with_table(elf, TABLE)
     assert read_table(rewritten) == TABLE
-    assert_readelf_shows(rewritten, TABLE)
-    assert_clean_rewrite(elf, rewritten, changed=set())
+    assert_reader_shows(reader, rewritten, TABLE)
+    assert_clean_rewrite(reader, elf, rewritten, changed=set())
     replaced = with_table(rewritten, OTHER_TABLE)
-    assert_readelf_shows(replaced, OTHER_TABLE)
-    assert_clean_rewrite(rewritten, replaced, changed={".note"})
+    assert_reader_shows(reader, replaced, OTHER_TABLE)
+    assert_clean_rewrite(reader, rewritten, replaced, changed={".note"})
 
 
-def test_other_notes_in_the_section_are_kept():
+@each_reader
+def test_other_notes_in_the_section_are_kept(reader):
     document = TABLE.encode()
     records = (
         encode_note("GNU", 3, b"\x01\x02\x03\x04\x05", little_endian=True)
@@ -261,8 +225,8 @@ def test_other_notes_in_the_section_are_kept():
     elf = host_object(records)
     assert read_table(elf) == TABLE
     rewritten = with_table(elf, UNICODE_TABLE)
-    assert_readelf_shows(rewritten, UNICODE_TABLE)
-    assert_clean_rewrite(elf, rewritten, changed={".note.extra"})
+    assert_reader_shows(reader, rewritten, UNICODE_TABLE)
+    assert_clean_rewrite(reader, elf, rewritten, changed={".note.extra"})
     notes = [
         (note["n_name"], note["n_type"], bytes(note["n_descdata"]))
         for note in ELFFile(io.BytesIO(rewritten)).get_section_by_name(".note.extra").iter_notes()
@@ -272,14 +236,15 @@ def test_other_notes_in_the_section_are_kept():
         (NOTE_NAME, NT_AMDGPU_METADATA, UNICODE_TABLE.encode()),
         ("AMD", 11, b"amdgcn-amd-amdpal--gfx1100"),
     ]
-    assert "amdgcn-amd-amdpal--gfx1100" in readelf(rewritten, "--notes")
+    assert reader.notes(rewritten).isa_name == "amdgcn-amd-amdpal--gfx1100"
 
 
-def test_a_linked_file_gets_a_note_section():
+@each_reader
+def test_a_linked_file_gets_a_note_section(reader):
     executable = Path(os.path.realpath(sys.executable)).read_bytes()
     rewritten = with_table(executable, TABLE)
-    assert_readelf_shows(rewritten, TABLE)
-    assert_clean_rewrite(executable, rewritten, changed=set())
+    assert_reader_shows(reader, rewritten, TABLE)
+    assert_clean_rewrite(reader, executable, rewritten, changed=set())
 
 
 # --- Real AMD PAL objects from the AMDGPU backend -----------------------------------------------
@@ -290,44 +255,53 @@ def test_pal_metadata_ir_escapes_like_llvm():
     assert ir == '!amdgpu.pal.metadata.msgpack = !{!7}\n!7 = !{!"ab \\22\\5C\\00\\7F\\C3\\BC"}\n'
 
 
+@each_reader
 @pytest.mark.parametrize("table", [TABLE, UNICODE_TABLE], ids=["ascii", "unicode"])
-def test_the_amdgpu_backend_writes_the_table_into_its_note(table):
+def test_the_amdgpu_backend_writes_the_table_into_its_note(table, reader):
     elf = pal_object(table.encode(document=PAL_DOCUMENT), node=3)
     document = read_document(elf)
     assert document["amdpal.version"] == [3, 0] and document["amdpal.pipelines"]
     assert read_table(elf) == table
-    assert_readelf_shows(elf, table)
-    assert "amdgcn-amd-amdpal--gfx1100" in readelf(elf, "--notes")
+    notes = reader.notes(elf)
+    assert notes.rows() == [entry.to_map() for entry in table]
+    assert notes.document is not None and notes.document["amdpal.version"] == [3, 0]
+    assert notes.isa_name == "amdgcn-amd-amdpal--gfx1100"
 
 
-def test_replacing_the_table_of_a_pal_object_keeps_the_rest_of_its_metadata():
+@each_reader
+def test_replacing_the_table_of_a_pal_object_keeps_the_rest_of_its_metadata(reader):
     elf = pal_object(TABLE.encode(document=PAL_DOCUMENT))
     rewritten = with_table(elf, UNICODE_TABLE)
     assert read_document(rewritten) == {**read_document(elf), TABLE_KEY: UNICODE_TABLE.to_map()}
-    assert_readelf_shows(rewritten, UNICODE_TABLE)
-    assert_clean_rewrite(elf, rewritten, changed={".note"})
-    notes = readelf(rewritten, "--notes")
-    assert "amdgcn-amd-amdpal--gfx1100" in notes and ".entry_point_symbol: main" in notes
+    assert_clean_rewrite(reader, elf, rewritten, changed={".note"})
+    before, after = reader.notes(elf), reader.notes(rewritten)
+    assert before.document is not None and after.document is not None
+    assert after.document == {**before.document, TABLE_KEY: UNICODE_TABLE.to_map()}
+    (pipeline,) = after.document["amdpal.pipelines"]
+    assert pipeline[".hardware_stages"][".cs"][".entry_point_symbol"] == "main"
+    assert after.isa_name == "amdgcn-amd-amdpal--gfx1100"
 
 
-def test_a_pal_object_without_a_table_gets_one_in_its_existing_note():
+@each_reader
+def test_a_pal_object_without_a_table_gets_one_in_its_existing_note(reader):
     elf = pal_object(msgpack.packb(PAL_DOCUMENT))
     assert read_table(elf) == FormatTable()
     rewritten = with_table(elf, TABLE)
-    assert_readelf_shows(rewritten, TABLE)
-    assert_clean_rewrite(elf, rewritten, changed={".note"})
-    assert readelf(rewritten, "-S").count("NOTE") == 1
+    assert_reader_shows(reader, rewritten, TABLE)
+    assert_clean_rewrite(reader, elf, rewritten, changed={".note"})
+    assert note_sections(reader, rewritten) == [".note"]
 
 
 # --- Linked files: notes in segments (fixtures) ---------------------------------------------------
 
 
-def test_a_note_in_a_pt_note_segment_is_read_without_sections():
+@each_reader
+def test_a_note_in_a_pt_note_segment_is_read_without_sections(reader):
     table = make_table(("linked %d\n", "i32"))
     for name in ("segment_note.elf", "segment_note_nosections.elf"):
         elf = (FIXTURES / name).read_bytes()
         assert read_table(elf) == table
-        assert_readelf_shows(elf, table)
+        assert_reader_shows(reader, elf, table)
     note = find_metadata_note((FIXTURES / "segment_note_nosections.elf").read_bytes())
     assert note is not None and note.container == "segment 1" and note.section_index is None
 

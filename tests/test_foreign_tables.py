@@ -6,11 +6,11 @@ is one warning naming it, never a rejected table."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import msgpack
 import pytest
 from dprintf_cli import dprintf
+from elf_oracles import each_reader
 
 from metadata.abort_messages import AbortMessageEntry
 from metadata.decoding.buffer_builder import build_buffer, build_printf_buffer, message_record
@@ -101,7 +101,8 @@ def test_decode_rebuilds_llpc_abort_messages_from_the_entry(llpc_elf, tmp_path):
     ]
 
 
-def test_link_keeps_the_other_writers_keys_and_rows(llpc_elf, tmp_path):
+@each_reader
+def test_link_keeps_the_other_writers_keys_and_rows(llpc_elf, tmp_path, reader):
     other, linked = tmp_path / "other.elf", tmp_path / "linked.elf"
     other.write_bytes(note_only_elf(FormatTable([OTHER]).encode()))
     done = dprintf("link", str(llpc_elf), str(other), "-o", str(linked))
@@ -111,10 +112,9 @@ def test_link_keeps_the_other_writers_keys_and_rows(llpc_elf, tmp_path):
     assert table.get(0x3039).to_map() == ABORT_ROW
     assert table.unusable == [MALFORMED_ROW] and table.other_keys == {".user_data_offset": 0}
     assert table.get(LINE.index).to_map()[".writer_note"] == "kept"
-    notes = subprocess.run(
-        ["llvm-readelf-14", "--notes", str(linked)], capture_output=True, text=True, check=True
-    )
-    assert ".user_data_offset: 0" in notes.stdout and ".is_abort_message: 1" in notes.stdout
+    notes = reader.notes(linked)
+    assert notes.document is not None and notes.document["amdpal.format_strings"][".user_data_offset"] == 0
+    assert ABORT_ROW in notes.rows() and MALFORMED_ROW in notes.rows()
 
 
 def test_link_refuses_two_values_of_one_table_key(llpc_elf, tmp_path):

@@ -1,7 +1,8 @@
 """Shader instrumentation (SPEC section 10): the pass, the table, exact counts on the cpu device.
 
 The oracle for counts is `instrumented_programs`: random structured shaders interpreted in Python from
-the same invocation IDs. The table is checked against `llvm-readelf-14 --notes` and the decoder.
+the same invocation IDs. The table is checked against the decoder and against llvm-readelf-14 and
+pyelftools (`elf_oracles`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from dprintf_cli import DPRINTF
+from elf_oracles import Reader, each_reader
 
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import find_entry, run_sources
@@ -22,7 +24,13 @@ from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from lowering.targets.machines import optimize, target_machine
 from metadata.elf_notes import read_document
-from metadata.instrumentation import METRIC_NAMES, InstrumentationError, InstrumentationTable, read_counters
+from metadata.instrumentation import (
+    INSTRUMENTATION_KEY,
+    METRIC_NAMES,
+    InstrumentationError,
+    InstrumentationTable,
+    read_counters,
+)
 from metadata.reports.arm_instrumentation import arm_values, arm_values_document
 from tests.instrumented_programs import Program
 
@@ -146,7 +154,8 @@ def test_an_invocation_that_aborts_keeps_its_counts() -> None:
     assert counted[("main", "done")] == ran - 1
 
 
-def test_cpu_elf_note_carries_the_table(tmp_path: Path) -> None:
+@each_reader
+def test_cpu_elf_note_carries_the_table(tmp_path: Path, reader: Reader) -> None:
     output = tmp_path / "profile.o"
     subprocess.run(
         [
@@ -161,25 +170,31 @@ def test_cpu_elf_note_carries_the_table(tmp_path: Path) -> None:
         ],
         check=True,
     )
-    notes = subprocess.run(
-        ["llvm-readelf-14", "--notes", str(output)], capture_output=True, text=True, check=True
-    )
-    assert "amdpal.instrumentation" in notes.stdout
-    assert "profile.c:11" in notes.stdout
     table = InstrumentationTable.from_document(read_document(output.read_bytes()))
     expected = lower_sources([Source("profile.ll", (SAMPLES / "profile.ll").read_text())], instrument=True)
-    assert table == expected.instrumentation
+    assert expected.instrumentation is not None and table == expected.instrumentation
+    document = reader.notes(output).document
+    assert document is not None
+    assert document[INSTRUMENTATION_KEY] == expected.instrumentation.to_document()[INSTRUMENTATION_KEY]
+    assert any(block[".source"] == "profile.c:11" for block in document[INSTRUMENTATION_KEY][".blocks"])
 
 
-def test_amdpal_object_carries_the_table_and_the_counter_atomics(tmp_path: Path) -> None:
+@each_reader
+def test_amdpal_object_carries_the_table(tmp_path: Path, reader: Reader) -> None:
     output = tmp_path / "profile.elf"
     subprocess.run(
         [*DPRINTF, "compile", str(SAMPLES / "profile.ll"), "--instrument", "-o", str(output)], check=True
     )
-    notes = subprocess.run(
-        ["llvm-readelf-14", "--notes", str(output)], capture_output=True, text=True, check=True
+    lowered = lower_sources(
+        [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], "amdpal", instrument=True
     )
-    assert "amdpal.instrumentation" in notes.stdout and "amdpal.format_strings" in notes.stdout
+    assert lowered.instrumentation is not None
+    document = reader.notes(output).document
+    assert document is not None and "amdpal.format_strings" in document
+    assert document[INSTRUMENTATION_KEY] == lowered.instrumentation.to_document()[INSTRUMENTATION_KEY]
+
+
+def test_amdpal_flushes_the_counters_with_buffer_atomics() -> None:
     lowered = lower_sources(
         [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], "amdpal", instrument=True
     )

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from dprintf_cli import dprintf, readelf_notes
+from dprintf_cli import dprintf
+from elf_oracles import each_reader
 
 from lowering.codegen.emit import compile_assembly
 from lowering.devices.harness import run_sources
@@ -93,8 +94,9 @@ def test_lower_loads_the_buffer_from_the_user_data(layout):
         ) == sorted([str(byte) for byte in (32, 36, 40, 44)] * 2)
 
 
+@each_reader
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_compile_puts_the_user_data_offset_in_the_table(layout, tmp_path):
+def test_compile_puts_the_user_data_offset_in_the_table(layout, tmp_path, reader):
     node, offset = LAYOUTS[layout]
     source, elf = tmp_path / "llpc.ll", tmp_path / "llpc.o"
     source.write_text(MODULE + nodes(*node))
@@ -105,8 +107,9 @@ def test_compile_puts_the_user_data_offset_in_the_table(layout, tmp_path):
     assert table.other_keys == {".user_data_offset": offset}
     inspect = dprintf("inspect", str(elf))
     assert inspect.stdout.endswith(f"  .user_data_offset: {offset}\n")
-    shown = readelf_notes(elf)
-    assert f".user_data_offset: {offset}\n" in shown and "amdpal.pipelines" not in shown
+    document = reader.notes(elf).document
+    assert document is not None and "amdpal.pipelines" not in document
+    assert document["amdpal.format_strings"][".user_data_offset"] == offset
 
 
 @pytest.mark.parametrize("with_node", [True, False])
@@ -118,11 +121,19 @@ def test_on_the_cpu_the_node_is_not_used(with_node, tmp_path):
     done = dprintf("compile", str(source), "-o", str(elf), "--target", "cpu")
     assert (done.returncode, done.stderr) == (0, "")
     assert read_table(elf.read_bytes()).other_keys == {}
-    assert ".user_data_offset" not in readelf_notes(
-        elf
-    ) and '.string:         "four %d %llx\\n"' in readelf_notes(elf)
     run = dprintf("run", str(source), "--invocations", "2")
     assert (run.returncode, run.stdout, run.stderr) == (0, expected(2), "")
+
+
+@each_reader
+@pytest.mark.parametrize("with_node", [True, False])
+def test_on_the_cpu_the_note_has_no_user_data_offset(with_node, tmp_path, reader):
+    source, elf = tmp_path / "llpc.ll", tmp_path / "llpc.o"
+    source.write_text(MODULE + (nodes(*TABLE) if with_node else ""))
+    assert dprintf("compile", str(source), "-o", str(elf), "--target", "cpu").returncode == 0
+    notes = reader.notes(elf)
+    assert notes.document is not None and ".user_data_offset" not in notes.document["amdpal.format_strings"]
+    assert sorted(row[".string"] for row in notes.rows()) == ["Test: %u\n", "classic %u\n", "four %d %llx\n"]
 
 
 def test_without_the_node_amdpal_removes_only_the_calls_without_a_buffer(tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from elf_oracles import each_reader
 
 from metadata.elf_notes import note_only_elf
 from metadata.layout import parse_layout
@@ -203,15 +204,13 @@ def test_a_closed_pipe_is_quiet():
     assert done.stdout == b"Hello from invocation 0!\n" and b"Traceback" not in done.stderr
 
 
-def test_a_module_without_printf_or_entry_compiles_for_amdpal_with_an_empty_table(tmp_path):
+@each_reader
+def test_a_module_without_printf_or_entry_compiles_for_amdpal_with_an_empty_table(tmp_path, reader):
     module = write_module(tmp_path, "define void @f() {\n  ret void\n}\n")
     elf = tmp_path / "empty.o"
     done = dprintf("compile", module, "-o", str(elf))
     assert (done.returncode, done.stderr) == (0, b"")
-    notes = subprocess.run(
-        ["llvm-readelf-14", "--notes", str(elf)], capture_output=True, check=True, text=True
-    )
-    assert "amdpal.format_strings:" in notes.stdout and ".strings:        []" in notes.stdout
+    assert reader.notes(elf).document == {"amdpal.format_strings": {".version": 1, ".strings": []}}
     assert dprintf("inspect", str(elf)).stdout == b"amdpal.format_strings:\n  .version: 1\n  .strings: []\n"
 
 

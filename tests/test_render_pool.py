@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import tempfile
@@ -9,6 +10,7 @@ import threading
 import time
 
 import pytest
+from native_threads import native_thread
 
 from metadata.decoding import render_pool
 from metadata.decoding.render_pool import WINDOW_PER_PROCESS, RenderPool, call_start_method
@@ -68,6 +70,15 @@ def test_a_slow_reader_holds_no_more_than_a_window_of_rendered_pieces(monkeypatc
             time.sleep(0.005)  # the workers finish all they were given meanwhile
             held.append(len(os.listdir(directories[0])))
     assert len(held) == 40 and 1 <= max(held) < WINDOW_PER_PROCESS * 2
+
+
+def test_a_native_thread_makes_a_pool_for_one_call_start_from_a_fork_server(waiter):
+    loaded = ctypes.CDLL(str(waiter))
+    assert call_start_method() == "fork"
+    with native_thread(loaded):
+        assert threading.active_count() == 1
+        assert call_start_method() == "forkserver"
+    assert call_start_method() == "fork"
 
 
 def test_a_pool_for_one_call_is_forked_only_from_a_process_with_one_python_thread():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 from collections.abc import Callable
 
 from metadata.call_sites import invocation_ranges
@@ -273,7 +274,12 @@ def _positive_seconds(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse `argv` and run the command under the process-end policy of `process_ends`."""
+    """Parse `argv` and run the command under the process-end policy of `process_ends`.
+
+    numpy loads with the command's modules, below; its OpenBLAS would start a pool of threads, which no
+    command uses and which would make code generation start an interpreter instead of forking
+    (`isolation`). OPENBLAS_NUM_THREADS=1, unless set otherwise, starts none."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
     if args.command in ("run", "profile"):
         prestart(WORKER_MODULES[args.device])  # starts while the command imports and lowers

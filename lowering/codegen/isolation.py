@@ -5,11 +5,13 @@ calling convention") exits with status 1, an `UNREACHABLE` or a failed assertion
 `dprintf` that would be a dead command with no `error:` line and, for a caller of the library, a dead
 driver. So code generation runs in a child process, its result sent back through a pipe, and its death
 becomes a `CodegenError` carrying what LLVM printed. The child is forked (a few milliseconds) from a
-process with one Python thread; a process with more (a driver, CuPy's) must not fork, since another
-thread may hold a lock the child would wait on for ever, so there the child is a new interpreter that
-receives the work pickled (`python -m lowering.codegen.isolation`), a few tenths of a second more. Native
-threads (numpy's BLAS pool, CUDA's) do not count: they never hold LLVM's locks, and the C library's
-own locks are made safe across a fork.
+process with one thread; a process with more must not fork, since another thread may hold a lock the
+child would wait on for ever, so there the child is a new interpreter that receives the work pickled
+(`python -m lowering.codegen.isolation`), a few tenths of a second more. Native threads count as much as
+Python's: CUDA's, a BLAS pool's, a driver's own threads are invisible to `threading`, so the threads are
+counted in /proc/self/task, and where that cannot be read the child is a new interpreter. numpy's
+OpenBLAS starts a pool of threads when numpy loads; the `dprintf` command, which uses no BLAS, starts
+none (`lowering.cli.main`), so that it forks.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from metadata.decoding.helper_process import single_threaded
 from metadata.errors import DprintfError
 
 Result = TypeVar("Result")
@@ -41,7 +43,7 @@ def isolated(what: str, function: Callable[..., Result], *arguments: object) -> 
     `what` names the work in the error raised when LLVM ends the child, e.g. "compiling for amdpal".
     """
     with tempfile.TemporaryFile() as log:
-        if threading.active_count() == 1:
+        if single_threaded():
             data, status = _forked(function, arguments, log.fileno())
         else:
             data, status = _interpreter(function, arguments, log.fileno())

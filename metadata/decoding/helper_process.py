@@ -12,6 +12,16 @@ import signal
 _PR_SET_PDEATHSIG = 1
 
 
+def single_threaded() -> bool:
+    """Whether this process runs no thread but the calling one, native threads (CUDA's, a BLAS pool's, a
+    driver's) included, which `threading` does not see; False where /proc cannot tell. Only then may a
+    helper be forked: another thread may hold a lock that the child would wait on for ever."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
 def become_helper() -> None:
     """Make this process a helper of its parent (see the module's docstring)."""
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

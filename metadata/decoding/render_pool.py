@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import tempfile
-import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -39,7 +38,7 @@ from types import TracebackType
 from typing import Protocol
 
 from ..errors import RenderError
-from .helper_process import become_helper
+from .helper_process import become_helper, single_threaded
 
 START_METHODS = ("forkserver", "fork", "spawn")
 PRELOADED_MODULES = [f"{__package__}.printf_buffer"]  # what the forkserver imports before it forks
@@ -142,13 +141,10 @@ class RenderPool:
 
 
 def call_start_method() -> str:
-    """How to start a pool for one call: `fork` while this process runs one Python thread (the cheapest
-    start), else `forkserver`, since another thread may hold a lock that the child would wait on forever.
-
-    Native threads do not count: numpy's BLAS starts a pool of them in every process and makes itself
-    safe across a fork (Python 3.12 warns of a fork with any thread, native or not).
-    """
-    return "fork" if threading.active_count() == 1 else "forkserver"
+    """How to start a pool for one call: `fork` while this process runs one thread, native ones included
+    (the cheapest start), else `forkserver`, since another thread may hold a lock that the child would
+    wait on forever (`helper_process.single_threaded`)."""
+    return "fork" if single_threaded() else "forkserver"
 
 
 @dataclass(frozen=True, slots=True)
