@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from metadata.call_sites import LineLimit
 from metadata.instrumentation import InstrumentationTable
 from metadata.races import RaceTable
 from metadata.table import FormatTable
@@ -36,12 +37,15 @@ class LoweredModule:
     instrumentation: InstrumentationTable | None = None  # the blocks, when lowered with `instrument`
     listing: tuple[tuple[str, int | None], ...] = ()  # instrumented: the IR before, lines with their block
     races: RaceTable | None = None  # the recorded sites and shadows, when lowered with `races`
+    line_limit: LineLimit | None = None  # with `max_lines_per_site`: the limit and the counted sites
 
     def document(self) -> dict:
         """The metadata document keys besides the format-string table that the ELF note carries."""
-        return tables_document(self.validation, self.instrumentation, self.races)
+        return tables_document(self.validation, self.instrumentation, self.races, self.line_limit)
 
 
-def tables_document(*tables: ValidationTable | InstrumentationTable | RaceTable | None) -> dict:
+def tables_document(
+    *tables: ValidationTable | InstrumentationTable | RaceTable | LineLimit | None,
+) -> dict:
     """The metadata document keys of the passes' tables that are there."""
     return {key: value for table in tables if table is not None for key, value in table.to_document().items()}

@@ -3,9 +3,11 @@
     link the inputs (parse, verify, set the target's triple and data layout)
     -> calling conventions the target's code generator cannot lower (`passes.calling_conventions`)
     -> every printf and abort call replaced by a call to its helper (`passes.printf_abort`)
-    -> [validate, races] every function inlined into the entries (`passes.buffer_accesses`), then
-       [validate] the checks of its classes (`passes.validation`),
-       [races] every data-buffer access that can race recorded in the buffer's shadow (`passes.races`)
+    -> [validate, races, or printf's invocation IDs] the functions inlined into the entries
+       (`passes.buffer_accesses`)
+    -> [printf's invocation IDs] the entry's ID at each call (`passes.invocation_ids`)
+    -> [validate] the checks of its classes (`passes.validation`)
+    -> [races] every data-buffer access that can race recorded in the buffer's shadow (`passes.races`)
     -> the helpers defined, the tables added (`passes.helpers`, `passes.pal_tables`)
     -> parse, verify and inline the helpers once
     -> [instrument] every block counting its entries (`passes.instrumentation`), then the tables
@@ -34,6 +36,7 @@ from .passes import (
     buffer_accesses,
     calling_conventions,
     instrumentation,
+    invocation_ids,
     pal_tables,
     printf_abort,
     races,
@@ -53,15 +56,29 @@ def lower_sources(
     dialect: str = C_DIALECT,
     instrument: bool = False,
     races: bool = False,
+    verbose: bool = False,
+    only_invocations: tuple[tuple[int, int], ...] | None = None,
+    max_lines_per_site: int | None = None,
 ) -> LoweredModule:
     """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
     of one), reading format strings in `dialect` (SPEC 9); with `validate` put in the checks of its
     classes (True: bounds; `metadata.validation.checks_of`: SPEC 11 and 13), with `instrument` count
     every block's entries (SPEC 10), with `races` record the data-buffer accesses for races between
-    invocations (SPEC 12); LoweringError for bad input."""
+    invocations (SPEC 12). Printf calls: with `verbose` each its own entry, with its site and the
+    invocation ID; with `only_invocations` only those invocation IDs write; with `max_lines_per_site` a
+    call site writes at most that many lines. LoweringError for bad input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
-    options = Options(get_target(target), dialect, checks_of(validate), instrument, races)
+    options = Options(
+        get_target(target),
+        dialect,
+        checks_of(validate),
+        instrument,
+        races,
+        verbose,
+        only_invocations,
+        max_lines_per_site,
+    )
     with _few_collections():
         return run(sources, options)
 
@@ -82,8 +99,14 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
     printf_abort.run(context, kinds)
     context.raise_problems()
     context.apply_edits()
-    if options.validate or options.races:
+    gate = options.printf_gate
+    needs_invocations = gate is not None and gate.takes_invocation
+    if options.validate or options.races or needs_invocations:
+        called = invocation_ids.called_functions(context.module)
         buffer_accesses.inline_into_entries(context)
+        if needs_invocations:
+            invocation_ids.run(context, called)
+            context.raise_problems()
     if options.validate:
         validation.run(context)
     if options.races:
@@ -109,6 +132,7 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
         context.instrumentation,
         context.listing,
         context.races,
+        context.line_limit,
     )
 
 

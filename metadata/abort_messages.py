@@ -32,7 +32,7 @@ import numpy as np
 
 from .cformat import format_values
 from .errors import BufferDecodeError, DprintfError, TableError
-from .formats import FLOAT_CONVERSIONS, Conversion, FormatString, parse_format
+from .formats import FLOAT_CONVERSIONS, STRING_CONVERSION, Conversion, FormatString, parse_format
 from .ids import abort_message_id
 from .layout import Layout
 from .wire import ENTRY_HEADER_DWORDS, ID_MASK, MAX_ENTRY_DWORDS, Value, argument_columns, row_values
@@ -111,6 +111,11 @@ def argument_layout(fmt: FormatString, dwords: int) -> Layout | MessageProblem:
     """The argument layout of `fmt` that fills `dwords` argument dwords (see the module docstring), or
     why there is no single one."""
     conversions = fmt.conversions
+    if any(conversion.conversion == STRING_CONVERSION for conversion in conversions):
+        return MessageProblem(
+            f"{fmt.text!r}: '%s' takes a constant string's index in a table entry, which a message of "
+            "dwords has no way to name"
+        )
     fixed = [_fixed_width(conversion) for conversion in conversions]
     sizes = [conversion.vector or 1 for conversion in conversions]
     least = sum(sizes) + sum(size for size, wide in zip(sizes, fixed, strict=True) if wide)

@@ -2,8 +2,9 @@
 
 Integers arrive as the raw unsigned bits the buffer holds and are read back as the C type the
 conversion names (`%hhd` of 255 is -1); floats arrive as Python floats (a `float` argument as the
-`double` it widens to). `format_value` is the exact reference, written from the C standard and
-glibc's behaviour; `column_render` renders many entries at once and falls back on it.
+`double` it widens to); a `%s` argument as its string's index, a `%p` one as the pointer's bits.
+`format_value` is the exact reference, written from the C standard and glibc's behaviour;
+`column_render` renders many entries at once and falls back on it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ DOUBLE_FRACTION_BITS = 52
 DOUBLE_EXPONENT_BIAS = 1023
 DOUBLE_MIN_EXPONENT = -1022
 MAX_DECIMAL_EXPONENT = 308  # 10.0**308 is the largest power of ten below the largest double
+NULL_STRING = 0xFFFFFFFF  # the index a `%s` of a null pointer writes
+UNKNOWN_STRING_INDEX = 0xFFFFFFFE  # the index a `%s` of a pointer equal to none of its strings writes
+UNKNOWN_STRING = "(unknown string)"  # what an index past an entry's strings prints
+_NULL_TEXT = b"(null)"
 
 
 def format_value(conversion: Conversion, value: int | float | Sequence) -> str:
@@ -120,6 +125,38 @@ def _format_char(conversion: Conversion, value: int) -> str:
     return _pad(conversion, "", chr(byte) if byte < 0x80 else chr(0xDC00 | byte), False)
 
 
+def _format_string(conversion: Conversion, value: int) -> str:
+    """`%s` of the string at index `value` of the conversion's strings, as glibc prints it: flags but `-`
+    ignored, the precision and the width counted in bytes of UTF-8 (a character cut by the precision
+    leaves its bytes as lone surrogates, written back as themselves). NULL_STRING prints glibc's
+    `(null)`, or nothing when the precision is below its length; another index past the strings
+    prints UNKNOWN_STRING."""
+    index = int(value) & 0xFFFFFFFF
+    if index < len(conversion.strings):
+        data = conversion.strings[index].encode("utf-8")
+    elif index == NULL_STRING:
+        precision = conversion.precision
+        data = b"" if precision is not None and precision < len(_NULL_TEXT) else _NULL_TEXT
+    else:
+        data = UNKNOWN_STRING.encode("ascii")
+    if conversion.precision is not None:
+        data = data[: conversion.precision]
+    fill = max(0, (conversion.width or 0) - len(data))
+    text = data.decode("utf-8", "surrogateescape")
+    return text + " " * fill if "-" in conversion.flags else " " * fill + text
+
+
+def _format_pointer(conversion: Conversion, value: int) -> str:
+    """`%p` as glibc prints it: `(nil)` for 0, padded with spaces only; else `0x` and lowercase hex digits
+    (at least `precision` of them), after a `+` or space flag's sign, zero-filled by `0` without a
+    precision, as `%#lx` would be but for the sign."""
+    number = int(value) & 0xFFFFFFFFFFFFFFFF
+    if not number:
+        return _pad(conversion, "", "(nil)", False)
+    digits = _integer_digits(conversion, number, "x")
+    return _pad(conversion, sign(conversion, False) + "0x", digits, conversion.precision is None)
+
+
 def _format_float(conversion: Conversion, value: float) -> str:
     """`%f %e %g` and upper-case forms: Python's `format` rounds exactly as glibc does."""
     number = float(value)
@@ -205,6 +242,8 @@ _FORMATTERS: dict[str, Callable[[Conversion, Any], str]] = {
     "x": _format_hex,
     "X": _format_hex,
     "c": _format_char,
+    "s": _format_string,
+    "p": _format_pointer,
     **{conversion: _format_float for conversion in "fFeEgG"},
     "a": _format_hex_float,
     "A": _format_hex_float,

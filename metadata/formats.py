@@ -4,6 +4,10 @@ A format string parses into pieces: literal text (with `%%` already turned into 
 `Conversion`s. The compiler checks each conversion against its argument (`FormatString.check`);
 the driver derives the argument layout from the conversions and the table's 64-bit mask
 (`FormatString.layout_for`). Formatting the values lives in `cformat`.
+
+Beyond SPEC 3, this project takes `%s` of a constant string (the device writes the string's index in
+its entry's `.argument_strings`, which `with_strings` binds to the conversions for formatting) and
+`%p` of a pointer; neither takes a length modifier or a vector.
 """
 
 from __future__ import annotations
@@ -15,10 +19,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .errors import FormatStringError
-from .layout import FLOAT, INTEGER, VECTOR_WIDTHS, ArgType, Layout
+from .layout import FLOAT, INTEGER, POINTER, STRING, VECTOR_WIDTHS, ArgType, Layout
 
 INTEGER_CONVERSIONS = "diouxXc"
 FLOAT_CONVERSIONS = "fFeEgGaA"
+STRING_CONVERSION = "s"
+POINTER_CONVERSION = "p"
+_KINDS = {
+    **dict.fromkeys(INTEGER_CONVERSIONS, INTEGER),
+    **dict.fromkeys(FLOAT_CONVERSIONS, FLOAT),
+    STRING_CONVERSION: STRING,
+    POINTER_CONVERSION: POINTER,
+}
+_BITS = {STRING: 32, POINTER: 64}  # the wire width of a string index and of a pointer
+_WANTED = {
+    INTEGER: "an integer",
+    FLOAT: "a floating-point value",
+    STRING: "a pointer to a constant string",
+    POINTER: "a pointer",
+}
 SIGNED_CONVERSIONS = "di"
 INTEGER_LENGTHS = {"hh": 8, "h": 16, "": 32, "l": 64, "ll": 64}
 FLOAT_LENGTHS = ("", "l")
@@ -30,6 +49,9 @@ INT_MAX = (1 << 31) - 1  # C's printf fails with EOVERFLOW on a width or precisi
 # buffer, and an untrusted table must not make it allocate gigabytes for one field.
 MAX_FIELD_WIDTH = 4096
 
+_NOT_VECTORS = (STRING_CONVERSION, POINTER_CONVERSION)
+_NO_LENGTH = ("c", STRING_CONVERSION, POINTER_CONVERSION)
+
 _CONVERSION = re.compile(
     r"%(?P<flags>[-+ #0]*)(?P<width>\d+)?(?:\.(?P<precision>\d*))?"
     r"(?:v(?P<vector>\d+))?(?P<length>hh|h|ll|l)?(?P<conversion>[a-zA-Z%*])?"
@@ -40,7 +62,8 @@ _CONVERSION_TEXT = re.compile(re.sub(r"\(\?P<\w+>", "(?:", _CONVERSION.pattern))
 
 @dataclass(frozen=True, slots=True)
 class Conversion:
-    """One `%[flags][width][.precision][vN][length]conversion`, as written at `offset`."""
+    """One `%[flags][width][.precision][vN][length]conversion`, as written at `offset`; a `%s` bound to
+    its entry's strings (`with_strings`) holds them, which its argument indexes."""
 
     text: str
     offset: int
@@ -50,10 +73,11 @@ class Conversion:
     vector: int
     length: str
     conversion: str
+    strings: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
-        return INTEGER if self.conversion in INTEGER_CONVERSIONS else FLOAT
+        return _KINDS[self.conversion]
 
     @property
     def is_signed(self) -> bool:
@@ -61,12 +85,15 @@ class Conversion:
 
     @property
     def value_bits(self) -> int:
-        """Bits of the C type the conversion reads an integer as (8 for `hh`, 64 for `l`...)."""
-        return INTEGER_LENGTHS[self.length] if self.kind == INTEGER else 64
+        """Bits of the C type the conversion reads an integer as (8 for `hh`, 64 for `l`...); a string
+        index's 32, a pointer's 64."""
+        kind = self.kind
+        return INTEGER_LENGTHS[self.length] if kind == INTEGER else _BITS.get(kind, 64)
 
     def argument_type(self, is_64bit: bool) -> ArgType:
         """The buffer type of the argument this conversion formats, given its 64-bit bit."""
-        return ArgType(self.kind, 64 if is_64bit else 32, self.vector)
+        kind = self.kind
+        return ArgType(kind, _BITS.get(kind, 64 if is_64bit else 32), self.vector)
 
     def mismatch(self, arg: ArgType) -> str | None:
         """Why `arg` cannot be formatted by this conversion, or None when it can."""
@@ -74,8 +101,7 @@ class Conversion:
             wanted = f"a vector of {self.vector}" if self.vector else "a scalar"
             return f"'{self.text}' takes {wanted}, not {arg.token}"
         if self.kind != arg.kind:
-            wanted = "an integer" if self.kind == INTEGER else "a floating-point value"
-            return f"'{self.text}' takes {wanted}, not {arg.token}"
+            return f"'{self.text}' takes {_WANTED[self.kind]}, not {_described(arg)}"
         if self.kind == INTEGER and (self.value_bits == 64) != arg.is_64bit:
             wanted = "a 64-bit integer" if self.value_bits == 64 else "an integer of at most 32 bits"
             return f"'{self.text}' takes {wanted}, not {arg.token}"
@@ -112,6 +138,27 @@ class FormatString:
             conversion.argument_type(_mask_bit(sixty_four_bit, index))
             for index, conversion in enumerate(self.conversions)
         )
+
+
+def _described(arg: ArgType) -> str:
+    """An argument in a message: its token, or what a string's or pointer's stands for."""
+    return {STRING: "a string", POINTER: "a pointer"}.get(arg.kind, arg.token)
+
+
+def with_strings(fmt: FormatString, strings: Sequence[str]) -> FormatString:
+    """`fmt` with each `%s` bound to `strings`, the entry's `.argument_strings` its arguments index."""
+    if not strings:
+        return fmt
+    bound = tuple(strings)
+    return FormatString(
+        fmt.text,
+        tuple(
+            dataclasses.replace(piece, strings=bound)
+            if isinstance(piece, Conversion) and piece.conversion == STRING_CONVERSION
+            else piece
+            for piece in fmt.pieces
+        ),
+    )
 
 
 def _mask_bit(words: Sequence[int], index: int) -> bool:
@@ -196,18 +243,20 @@ def _conversion(text: str, offset: int, match: re.Match[str]) -> Conversion | No
         raise fail("incomplete conversion")
     if conversion == "*":
         raise fail("'*' width or precision is not supported")
-    if conversion in "snp":
-        raise fail(f"'%{conversion}' is not supported: a shader has no strings or host pointers to pass")
-    if conversion not in INTEGER_CONVERSIONS + FLOAT_CONVERSIONS:
+    if conversion == "n":
+        raise fail("'%n' is not supported: a shader cannot write through the arguments of its printf")
+    if conversion not in _KINDS:
         raise fail(f"unknown conversion '{conversion}'")
     vector = int(match["vector"]) if match["vector"] is not None else 0
     if match["vector"] is not None and vector not in VECTOR_WIDTHS:
         raise fail(f"vector width {vector} is not one of {', '.join(map(str, VECTOR_WIDTHS))}")
+    if match["vector"] is not None and conversion in _NOT_VECTORS:
+        raise fail(f"'%{conversion}' takes no vector")
     length = match["length"] or ""
     if conversion in FLOAT_CONVERSIONS and length not in FLOAT_LENGTHS:
         raise fail(f"length '{length}' does not apply to '%{conversion}'")
-    if conversion == "c" and length:
-        raise fail("'%c' takes no length modifier")
+    if conversion in _NO_LENGTH and length:
+        raise fail(f"'%{conversion}' takes no length modifier")
     width = _field(match["width"], "width", fail)
     precision = _field(match["precision"], "precision", fail)
     return Conversion(

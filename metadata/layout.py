@@ -2,7 +2,8 @@
 carry them are in `wire`.
 
 Integers narrower than 32 bits widen to `i32`, `half` widens to `f32`; a layout is one token per
-argument (`i32`, `f64`, `v4f32`) joined by `,`.
+argument (`i32`, `f64`, `v4f32`) joined by `,`. Two kinds this project adds for `%s` and `%p`: `s32`, a
+constant string's index in its entry's `.argument_strings`, and `p64`, a pointer's 64 bits.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 
 INTEGER = "i"
 FLOAT = "f"
+STRING = "s"  # `%s` of a constant string: the device writes the string's index (u32)
+POINTER = "p"  # `%p`: the pointer, 64 bits
 
-_TOKEN = re.compile(r"(?:v(\d+))?([if])(32|64)\Z")
+_TOKEN = re.compile(r"(?:v(\d+))?([ifsp])(32|64)\Z")
 
 
 @dataclass(frozen=True, slots=True)

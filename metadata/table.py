@@ -15,18 +15,20 @@ wrong (not a map, another version, no `.strings` array) is an error.
 
 from __future__ import annotations
 
+import functools
 import reprlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 
 from .abort_messages import AbortMessageEntry, is_abort_message_row
+from .call_sites import CallSite
 from .errors import FormatStringError, LinkError, TableError
-from .formats import C_DIALECT, DIALECTS, FormatString, parse_format
+from .formats import C_DIALECT, DIALECTS, FormatString, parse_format, with_strings
 from .ids import format_string_id
-from .layout import Layout, sixty_four_bit_mask
+from .layout import INTEGER, ArgType, Layout, sixty_four_bit_mask
 from .wire import ENTRY_HEADER_DWORDS, ID_MASK, MAX_ENTRY_DWORDS
 
 TABLE_KEY = "amdpal.format_strings"
@@ -38,15 +40,20 @@ STRING_KEY = ".string"
 COUNT_KEY = ".argument_count"
 MASK_KEY = ".64bit_arguments"
 DIALECT_KEY = ".dialect"
+ARGUMENT_STRINGS_KEY = ".argument_strings"  # the constant strings the entry's `%s` arguments index
+SITE_KEY = ".site"  # an entry's call site (`--verbose`): its payload leads with the invocation ID
 _U64 = (1 << 64) - 1
+INVOCATION = ArgType(INTEGER, 32)  # the invocation ID an entry with a site leads its payload with
 _MAX_ARGUMENTS = MAX_ENTRY_DWORDS - ENTRY_HEADER_DWORDS
 _UNPACK_REASONS = {msgpack.StackError: "nested too deeply", msgpack.FormatError: "a reserved type byte"}
 
 
 @dataclass(frozen=True, slots=True)
 class FormatEntry:
-    """One row of the table: ID, format string, argument count, 64-bit mask words, and the format
-    dialect (`.dialect`, absent for C's: SPEC 9)."""
+    """One row of the table: ID, format string, argument count, 64-bit mask words, the format dialect
+    (`.dialect`, absent for C's: SPEC 9), the constant strings its `%s` arguments index
+    (`.argument_strings`, absent when it has none), and the call site of an entry written with
+    `--verbose` (`.site`; its payload then starts with the invocation ID)."""
 
     index: int
     string: str
@@ -54,16 +61,40 @@ class FormatEntry:
     sixty_four_bit: tuple[int, ...]
     other_keys: bytes = b""  # the entry's keys this project does not use, msgpack-packed, kept as read
     dialect: str = C_DIALECT
+    argument_strings: tuple[str, ...] = ()
+    site: CallSite | None = None
 
     @classmethod
-    def for_call(cls, string: str, layout: Layout, dialect: str = C_DIALECT) -> FormatEntry:
-        """The entry a printf or abort call with this string and argument layout records."""
-        index = format_string_id(string, layout, dialect)
-        return cls(index, string, len(layout), sixty_four_bit_mask(layout), dialect=dialect)
+    def for_call(
+        cls,
+        string: str,
+        layout: Layout,
+        dialect: str = C_DIALECT,
+        argument_strings: Sequence[str] = (),
+        site: CallSite | None = None,
+    ) -> FormatEntry:
+        """The entry a printf or abort call with this string and argument layout records; its `%s`
+        arguments index `argument_strings`, and a `site` (`--verbose`) makes it the entry of that call
+        alone, its payload led by the invocation ID: both are part of its ID."""
+        strings = tuple(argument_strings)
+        extras = {
+            **({"strings": list(strings)} if strings else {}),
+            **({"site": site.key()} if site is not None else {}),
+        }
+        index = format_string_id(string, layout, dialect, extras)
+        mask = sixty_four_bit_mask(layout)
+        return cls(index, string, len(layout), mask, dialect=dialect, argument_strings=strings, site=site)
+
+    @property
+    def payload_layout(self) -> Layout:
+        """The payload's layout: the invocation ID first when the entry has a site, then the arguments."""
+        layout = self.layout
+        return (INVOCATION, *layout) if self.site is not None else layout
 
     @property
     def format(self) -> FormatString:
-        return parse_format(self.string, self.dialect)
+        """The parsed string, its `%s` conversions bound to the entry's strings."""
+        return _bound_format(self.string, self.dialect, self.argument_strings)
 
     @property
     def layout(self) -> Layout:
@@ -84,8 +115,15 @@ class FormatEntry:
             COUNT_KEY: self.argument_count,
             MASK_KEY: list(self.sixty_four_bit),
             **({DIALECT_KEY: self.dialect} if self.dialect != C_DIALECT else {}),
+            **({ARGUMENT_STRINGS_KEY: list(self.argument_strings)} if self.argument_strings else {}),
+            **({SITE_KEY: self.site.to_map()} if self.site is not None else {}),
             **other,
         }
+
+
+@functools.lru_cache(maxsize=4096)
+def _bound_format(string: str, dialect: str, strings: tuple[str, ...]) -> FormatString:
+    return with_strings(parse_format(string, dialect), strings)
 
 
 TableEntry = FormatEntry | AbortMessageEntry
@@ -222,6 +260,7 @@ def unpack_document(blob: bytes) -> dict[str, Any]:
 
 
 _ENTRY_KEYS = (INDEX_KEY, STRING_KEY, COUNT_KEY, MASK_KEY)
+_OPTIONAL_KEYS = (DIALECT_KEY, ARGUMENT_STRINGS_KEY, SITE_KEY)
 
 
 def _entry_from_map(row: Any, where: str) -> FormatEntry:
@@ -252,9 +291,15 @@ def _entry_from_map(row: Any, where: str) -> FormatEntry:
     )
     dialect = row.get(DIALECT_KEY, C_DIALECT)
     _require(dialect in DIALECTS, f"{where}{DIALECT_KEY} is {reprlib.repr(dialect)}, not one of {DIALECTS}")
-    other = {key: value for key, value in row.items() if key not in (*_ENTRY_KEYS, DIALECT_KEY)}
+    strings = row.get(ARGUMENT_STRINGS_KEY, [])
+    _require(
+        isinstance(strings, list) and all(isinstance(text, str) and "\0" not in text for text in strings),
+        f"{where}{ARGUMENT_STRINGS_KEY} is not an array of strings without NUL characters",
+    )
+    site = CallSite.from_map(row[SITE_KEY], f"{where}{SITE_KEY}") if SITE_KEY in row else None
+    other = {key: value for key, value in row.items() if key not in (*_ENTRY_KEYS, *_OPTIONAL_KEYS)}
     packed = msgpack.packb(other, use_bin_type=True) if other else b""
-    return FormatEntry(index, string, count, tuple(mask), packed, dialect)
+    return FormatEntry(index, string, count, tuple(mask), packed, dialect, tuple(strings), site)
 
 
 def _require(condition: bool, message: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .layout import FLOAT, ArgType, Layout
+from .layout import FLOAT, INTEGER, POINTER, STRING, ArgType, Layout
 
 BUFFER_HEADER = struct.Struct("<QII")  # PrintfBufferHeader: bufferOffset, reserved0, reserved1
 CAPACITY_BYTE_OFFSET = struct.calcsize("<Q")  # reserved0: the capacity in dwords on cpu and nvptx
@@ -35,7 +35,7 @@ RECORD_ALIGNMENT_DWORDS = 2  # abort records start and end on 8-byte boundaries
 DWORD = np.dtype("<u4")
 COLUMN_TYPES = {
     (kind, bits): np.dtype(f"<{'f' if kind == FLOAT else 'u'}{bits // 8}")
-    for kind in "if"
+    for kind in (INTEGER, FLOAT, STRING, POINTER)
     for bits in (32, 64)
 }
 

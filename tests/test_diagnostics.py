@@ -125,7 +125,25 @@ CALL_CASES = {
         "",
         "'%v4f' takes a vector of 4, not v2f32",
     ),
-    "%s": (bad_call(f"{P} @s, i32 1"), string_global("s", "%s"), "", "'%s' is not supported"),
+    "%s": (
+        bad_call(f"{P} @s, i32 1"),
+        string_global("s", "%s"),
+        "",
+        "'%s' takes a pointer to a constant string, not i32",
+    ),
+    "%s of a parameter": (
+        bad_call(f"{P} @s, ptr %text"),
+        string_global("s", "%s"),
+        ", ptr %text",
+        "argument 1 for '%s': %text is a parameter of @main, not a constant string",
+    ),
+    "%p of an integer": (
+        bad_call(f"{P} @p, i64 1"),
+        string_global("p", "%p"),
+        "",
+        "'%p' takes a pointer, not i64",
+    ),
+    "%n": (bad_call(f"{P} @n, i32 1"), string_global("n", "%n"), "", "'%n' is not supported"),
     "entry over 65535 dwords": (
         bad_call(f"{P} @big" + ", <16 x double> zeroinitializer" * 2048),
         string_global("big", "%v16f" * 2048),

@@ -97,8 +97,10 @@ def test_percent_percent_between_conversions() -> None:
 @pytest.mark.parametrize(
     ("text", "spec", "offset", "reason"),
     [
-        ("x=%s", "%s", 2, "not supported"),
-        ("%p", "%p", 0, "not supported"),
+        ("x=%ls", "%ls", 2, "'%s' takes no length modifier"),
+        ("%v2s", "%v2s", 0, "'%s' takes no vector"),
+        ("%lp", "%lp", 0, "'%p' takes no length modifier"),
+        ("%v4p", "%v4p", 0, "'%p' takes no vector"),
         ("ab %5n", "%5n", 3, "not supported"),
         ("%*d", "%*", 0, "'*'"),
         ("%.*f", "%.*", 0, "'*'"),

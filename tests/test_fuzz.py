@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 FUZZER = Path(__file__).resolve().parent / "benchmarks" / "fuzz_cli.py"
-ROOT = str(Path(__file__).resolve().parents[1])  # the fuzzer runs this tree's code, not an installed one
+ROOT = FUZZER.parents[2]  # the fuzzer imports this checkout's packages, not an installed copy's
 
 
 def test_mutated_inputs_have_clean_outcomes(tmp_path):
@@ -22,7 +22,10 @@ def test_mutated_inputs_have_clean_outcomes(tmp_path):
         text=True,
         check=False,
         timeout=300,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        },
     )
     last_case = log.read_text() if log.exists() else "none"
     assert done.returncode == 0, f"seed {seed}, last {last_case}: {done.stderr[-3000:]}"

@@ -259,9 +259,14 @@ ERRORS = {
         "'%d %lld' takes 3 argument dword(s), the message has 2",
     ),
     "a bad format": (
+        module(message_call("%n", ["i32 %id"])),
+        "'%n' is not supported: a shader cannot write through the arguments of its printf in '%n' at offset "
+        "0 of format string '%n'",
+    ),
+    "a string": (
         module(message_call("%s", ["i32 %id"])),
-        "'%s' is not supported: a shader has no strings or host pointers to pass in '%s' at offset 0 of "
-        "format string '%s'",
+        "'%s': '%s' takes a constant string's index in a table entry, which a message of dwords has no way "
+        "to name",
     ),
     "no dwords": (
         module("  call void (...) @lgc.abort.msg()\n"),

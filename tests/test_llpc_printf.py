@@ -16,6 +16,7 @@ from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
+from metadata.elf_notes import read_table
 
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
 GPUS, NO_GPU = gpu_count()
@@ -81,19 +82,18 @@ def test_amdpal_removes_the_calls_with_a_warning_without_the_user_data_node(tmp_
     assert inspect.stdout.count(".string:") == 1 and '"classic %u\\n"' in inspect.stdout
 
 
-def test_amdpal_with_the_user_data_node_needs_the_user_data_not_silently_dropped(tmp_path):
+def test_amdpal_with_the_user_data_node_and_no_user_data_takes_the_runtime_global(tmp_path):
+    """A function without LGC's user-data parameters (`@main` here, LLPC's `basic.lgc`) loads the buffer
+    from `@lgc.debug.printf.buffer`, as `@lgc.abort.msg` does; the table keeps `.user_data_offset`
+    (tests/test_llpc_lit_inputs.py)."""
     module, elf = tmp_path / "llpc.ll", tmp_path / "llpc.o"
     module.write_text(STRINGS + BODY + USER_DATA_NODES)
     done = subprocess.run(
         [*DPRINTF, "compile", str(module), "-o", str(elf)], capture_output=True, text=True, check=False
     )
-    assert done.returncode == 1 and not elf.exists()
-    assert done.stderr.splitlines()[0] == (
-        f"error: {module}:7: call 1 to @lgc.debug.printf in function @main: the printf buffer's node "
-        "lgc.user.data.nodes node 2 (DescriptorBuffer, offset 0, 4 dword(s), set 0xfffffff0, binding 6) "
-        "needs user data dword 0, and @main has no `i32 inreg %userdata0` parameter (nor an `i32 inreg "
-        "%spillTable` to load it from)"
-    )
+    assert (done.returncode, done.stderr) == (0, "")
+    table = read_table(elf.read_bytes())
+    assert len(table) == 4 and table.other_keys == {".user_data_offset": 0}
 
 
 @pytest.mark.gpu

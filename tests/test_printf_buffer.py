@@ -350,11 +350,11 @@ def test_payload_that_looks_like_a_header_is_payload():
 
 def test_broken_table_entries_are_reported_not_raised():
     bad_mask = FormatEntry(0x1111, "%d\n", 1, (1,))
-    bad_string = FormatEntry(0x2222, "%s\n", 1, (0,))
+    bad_string = FormatEntry(0x2222, "%n\n", 1, (0,))
     records = [struct.pack("<QQ", entry_header(0x1111, 4), 0), struct.pack("<QI", entry_header(0x2222, 3), 0)]
     decoding = decode_printf_buffer(build_buffer(records), FormatTable([bad_mask, bad_string]))
     assert "the table's entry for ID 0x000000001111 cannot be decoded" in issue_at(decoding, 0)
-    assert "'%s' is not supported" in issue_at(decoding, 4)
+    assert "'%n' is not supported" in issue_at(decoding, 4)
     assert len(decoding.entries) == 0
 
 
@@ -738,7 +738,7 @@ def test_a_pool_renders_only_outputs_that_one_process_renders_slower(text, entri
     )
     (group,) = decoding.groups
     large = dataclasses.replace(group, offsets=np.zeros(entries, dtype=np.int64))
-    assert dataclasses.replace(decoding, groups=(large,))._pool_pays(printf_buffer.TEXT, processes) is pays
+    assert printf_buffer._pool_pays((large,), printf_buffer.TEXT, processes) is pays
 
 
 def test_small_decodings_are_rendered_in_the_calling_process(monkeypatch):

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from metadata.call_sites import invocation_ranges
 from metadata.formats import C_DIALECT, DIALECTS
 from metadata.validation import ALL, BOUNDS, CLASSES, ValidationOptionError, checks_of
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("-o", "--output", metavar="OUT.ll", help="output file (stdout by default)")
     lower.add_argument("--target", choices=("cpu", "amdpal", "nvptx"), default="cpu")
     _add_lowering_options(lower)
+    _add_printf_options(lower)
 
     compile_ = commands.add_parser(
         "compile", help="lower and compile to an ELF object with the table in a note"
@@ -49,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("-o", "--output", metavar="OUT", required=True)
     compile_.add_argument("--target", choices=("amdpal", "cpu"), default="amdpal")
     _add_lowering_options(compile_)
+    _add_printf_options(compile_)
     compile_.add_argument(
         "--mcpu", metavar="NAME", help="target processor (gfx1100 for amdpal, the host for cpu)"
     )
@@ -60,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="lower, run on a device, decode the buffers")
     _add_run_options(run)
     _add_lowering_options(run)
+    _add_printf_options(run)
     run.add_argument(
         "--dump-buffers",
         metavar="DIR",
@@ -73,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run_options(profile)
     _add_lowering_options(profile, counted=False)
+    _add_printf_options(profile)
     _add_profile_options(profile)
     profile.add_argument("--json", action="store_true", help="print the table and the counts as JSON")
 
@@ -89,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="capacity in dwords (default: reserved0)",
     )
     _add_json_options(decode)
+    decode.add_argument(
+        "--verbose",
+        action="store_true",
+        help="prefix each line with its call site and invocation (entries compiled with --verbose)",
+    )
     decode.add_argument(
         "--instrumentation-buffer",
         metavar="FILE",
@@ -216,6 +226,35 @@ def _add_lowering_options(parser: argparse.ArgumentParser, counted: bool = True)
         default=C_DIALECT,
         help="how format strings read: C's (default), or VVL's habits (SPEC 9)",
     )
+
+
+def _add_printf_options(parser: argparse.ArgumentParser) -> None:
+    """What printf calls do besides writing (issue 23): say where and for whom, print for some
+    invocations only, stop a site past a number of lines."""
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="each printf line prefixed with its call site and invocation (an entry per call site)",
+    )
+    parser.add_argument(
+        "--only-invocations",
+        type=_invocation_list,
+        metavar="LIST",
+        help="only these invocation IDs print: IDs and ranges, e.g. 0,17,100-131",
+    )
+    parser.add_argument(
+        "--max-lines-per-site",
+        type=_integer(0, MAX_CAPACITY_DWORDS),
+        metavar="N",
+        help="a printf call site writes at most N lines; the dropped ones are counted per site",
+    )
+
+
+def _invocation_list(text: str) -> tuple[tuple[int, int], ...]:
+    try:
+        return invocation_ranges(text)
+    except ValueError as failure:
+        raise argparse.ArgumentTypeError(str(failure)) from None
 
 
 def _integer(least: int, most: int, units: dict[str, int] | None = None) -> Callable[[str], int]:

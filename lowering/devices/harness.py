@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from metadata.call_sites import DroppedLines
 from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.decoding.buffer_builder import build_buffer
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
@@ -49,6 +50,7 @@ from ..targets.runtime_globals import (
     INSTRUMENTATION_BUFFER_GLOBAL,
     PRINTF_BUFFER_GLOBAL,
     RACES_SHADOW_GLOBAL,
+    SITE_COUNTS_GLOBAL,
     VALIDATION_RANGES_GLOBAL,
     VALIDATION_SIZES_GLOBAL,
 )
@@ -127,6 +129,8 @@ class RunResult:
     profile: Profile | None = None  # instrumented: the times each block was entered, and its costs (SPEC 10)
     listing: tuple[tuple[str, int | None], ...] = ()  # instrumented: the IR, each line with its block
     lowering_warnings: tuple[str, ...] = ()  # what the pass said of the module (LoweredModule.warnings)
+    line_limit: int | None = None  # with a per-site line limit: the limit,
+    dropped_lines: tuple[DroppedLines, ...] = ()  # and each site that passed it
 
     @property
     def device_lost(self) -> bool:
@@ -201,11 +205,14 @@ def run_sources(
     instrument: bool = False,
     races: bool = False,
     initialised: Sequence[int] | None = None,
+    verbose: bool = False,
+    only_invocations: tuple[tuple[int, int], ...] | None = None,
+    max_lines_per_site: int | None = None,
 ) -> RunResult:
     """Lower `sources` for `device` (with `validate`, the checks of its classes: True is bounds, see
     `metadata.validation.checks_of`; with `instrument`, counting block entries; with `races`, recording
-    data-buffer accesses into shadows), run invocations
-    `0 .. invocations-1` of `entry`, decode the buffers.
+    data-buffer accesses into shadows; printf's `verbose`, `only_invocations` and `max_lines_per_site`
+    as `lower_sources` takes them), run invocations `0 .. invocations-1` of `entry`, decode the buffers.
 
     Sizes are whole buffers in bytes, header included. `data_buffers` are the initial contents of the
     entry's data buffers, in parameter order (SPEC section 11); `initialised` says how many of each
@@ -224,6 +231,9 @@ def run_sources(
             dialect=dialect,
             instrument=instrument,
             races=races,
+            verbose=verbose,
+            only_invocations=only_invocations,
+            max_lines_per_site=max_lines_per_site,
         )
         return run_lowered(
             lowered,
@@ -296,6 +306,9 @@ def run_lowered(
             images, sizes, written if init else None, lowered.instrumentation is not None
         )
         globals_ += (RuntimeGlobal(VALIDATION_RANGES_GLOBAL, image=live_ranges.image),)
+    if lowered.line_limit is not None:
+        globals_ += (RuntimeGlobal(SITE_COUNTS_GLOBAL, image=len(images)),)
+        images.append(data_image(bytes(lowered.line_limit.counter_bytes)))
     present = tuple(item for item in globals_ if _has_global(module, item.name))
     traps = lowered.validation is not None and lowered.validation.has_kind(UNREACHABLE)
     launch = Launch(lowered.ir, found, invocations, threads, timeout, present, shadows, live_ranges, traps)
@@ -399,6 +412,7 @@ def _check_runtime_globals(module: llvm.ModuleRef, target: Target, data_buffers:
         VALIDATION_RANGES_GLOBAL: target.buffer_type,
         INSTRUMENTATION_BUFFER_GLOBAL: target.buffer_type,
         RACES_SHADOW_GLOBAL: f"[{data_buffers} x ptr]",
+        SITE_COUNTS_GLOBAL: target.buffer_type,
     }
     for name, wanted in expected.items():
         try:
@@ -481,9 +495,11 @@ def _anonymous(size: int) -> mmap.mmap:
 
 
 def _result(device: str, ran: DeviceRun, lowered: LoweredModule, data_count: int) -> RunResult:
-    printf_image, abort_image = ran.images[:2]
-    data_images, runtime_images = ran.images[2 : 2 + data_count], list(ran.images[2 + data_count :])
-    status = ran.status
+    images, status = list(ran.images), ran.status
+    line_limit = lowered.line_limit
+    dropped = line_limit.dropped(images.pop()[:-GUARD_BYTES]) if line_limit is not None else []
+    printf_image, abort_image = images[:2]
+    data_images, runtime_images = images[2 : 2 + data_count], images[2 + data_count :]
     profile = None
     if lowered.instrumentation is not None:
         counts = read_counters(runtime_images.pop(0)[:-GUARD_BYTES], lowered.instrumentation)
@@ -518,6 +534,8 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule, data_count: int
         profile=profile,
         listing=lowered.listing,
         lowering_warnings=lowered.warnings,
+        line_limit=line_limit.limit if line_limit is not None else None,
+        dropped_lines=tuple(dropped),
         abort=abort,
         printf_buffer=printf_buffer,
         abort_buffer=abort_buffer,

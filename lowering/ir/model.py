@@ -133,8 +133,18 @@ class Instruction:
 
     def lexed_call(self) -> CallSite | None:
         """`call` read with the lexer alone, whatever the line holds."""
-        opcode = self.opcode
-        if opcode not in ("call", "invoke", "callbr"):
+        bounds = self._call_bounds()
+        if bounds is None:
+            return None
+        tokens, (found, close) = self.tokens, bounds
+        arguments = [
+            Operand.from_tokens(tokens, start, end) for start, end in split_list(tokens, found + 2, close)
+        ]
+        return CallSite(self.opcode, tokens[found][1], arguments, text_of(tokens, close + 1))
+
+    def _call_bounds(self) -> tuple[int, int] | None:
+        """The token indices of a call's callee and of the `)` closing its arguments, or None."""
+        if self.opcode not in ("call", "invoke", "callbr"):
             return None
         tokens = self.tokens
         depth = 0
@@ -149,12 +159,7 @@ class Instruction:
         if found < 0:
             return None
         close = closing(tokens, found + 1)
-        if close < 0:
-            return None
-        arguments = [
-            Operand.from_tokens(tokens, start, end) for start, end in split_list(tokens, found + 2, close)
-        ]
-        return CallSite(opcode, tokens[found][1], arguments, text_of(tokens, close + 1))
+        return (found, close) if close >= 0 else None
 
     @property
     def operands(self) -> list[Operand]:
@@ -295,7 +300,7 @@ class Function:
         self.header = header
         self.blocks = blocks
         self._tokens = tokenize(header)
-        self._name_index = next(index for index, token in enumerate(self._tokens) if token[1][:1] == "@")
+        self._name_index = _name_index(self._tokens)
 
     def __str__(self) -> str:
         if self.blocks is None:
@@ -342,6 +347,7 @@ class Function:
         """Drop the keyword `word` from the header (a calling convention, an attribute)."""
         self.header = without_word(self.header, word)
         self._tokens = tokenize(self.header)
+        self._name_index = _name_index(self._tokens)
 
     def add_attribute(self, word: str) -> None:
         """Give the function the attribute `word` (`alwaysinline`): after its parameters and any
@@ -391,6 +397,12 @@ class Function:
         for successor in set(new.successors()):
             _rename_incoming(self.block(successor), old_label, label)
         return new
+
+
+def _name_index(tokens: list[Token]) -> int:
+    """The index of a function header's name, its first `@` token (after the linkage, the calling
+    convention and the return type)."""
+    return next(index for index, token in enumerate(tokens) if token[1][:1] == "@")
 
 
 def _rename_incoming(block: Block, old: str, new: str) -> None:

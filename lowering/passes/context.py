@@ -8,6 +8,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from metadata.call_sites import CallSite, LineLimit
 from metadata.formats import C_DIALECT
 from metadata.instrumentation import InstrumentationTable
 from metadata.races import RaceTable
@@ -20,7 +21,7 @@ from ..ir.model import Block, Instruction, Module
 from ..lowered_module import Source
 from ..targets.target import INPUT_BUFFER_ADDRESS_SPACE, Target
 from .calls import Call
-from .helpers import HelperSet
+from .helpers import HelperSet, PrintfGate
 from .user_data import UserDataBuffers
 
 RUNTIME_BUFFER_TYPE = f"ptr addrspace({INPUT_BUFFER_ADDRESS_SPACE})"
@@ -28,13 +29,24 @@ RUNTIME_BUFFER_TYPE = f"ptr addrspace({INPUT_BUFFER_ADDRESS_SPACE})"
 
 @dataclass(frozen=True)
 class Options:
-    """What the pipeline runs: the target, the format dialect (SPEC 9) and the optional passes."""
+    """What the pipeline runs: the target, the format dialect (SPEC 9), the optional passes, and what
+    printf calls do besides writing (issue 23)."""
 
     target: Target
     dialect: str = C_DIALECT
     validate: frozenset[str] = frozenset()  # the classes of checks (SPEC 11, 13): bounds, ub, init
     instrument: bool = False  # every block counts its entries (SPEC 10)
     races: bool = False  # data-buffer accesses recorded for races between invocations (SPEC 12)
+    verbose: bool = False  # each printf call its own entry, with its site, led by the invocation ID
+    only_invocations: tuple[tuple[int, int], ...] | None = None  # only these invocation IDs print
+    max_lines_per_site: int | None = None  # a printf call site writes at most this many lines
+
+    @property
+    def printf_gate(self) -> PrintfGate | None:
+        """What every printf helper does before it reserves, or None when it does nothing."""
+        if not self.verbose and self.only_invocations is None and self.max_lines_per_site is None:
+            return None
+        return PrintfGate(self.only_invocations, self.max_lines_per_site, self.verbose)
 
 
 class PassContext:
@@ -48,7 +60,9 @@ class PassContext:
         self.problems: list[tuple[Call | None, str]] = []
         self.warnings: list[str] = []
         self.user_data: UserDataBuffers | None = None  # loading the printf buffer from user data, once used
+        self.user_data_offset: int | None = None  # LLPC's printf buffer node's, once a call uses the node
         self.validation: ValidationTable | None = None
+        self.line_limit: LineLimit | None = None  # the sites' line counters, with `max_lines_per_site`
         self.instrumentation: InstrumentationTable | None = None
         self.races: RaceTable | None = None
         self.listing: tuple[tuple[str, int | None], ...] = ()
@@ -71,7 +85,14 @@ class PassContext:
 
     @functools.cached_property
     def helpers(self) -> HelperSet:
-        return HelperSet(self.prefix)
+        return HelperSet(self.prefix, self.options.printf_gate)
+
+    def call_site(self, call: Call) -> CallSite:
+        """The call's site: its function, its number there, and `file:line` of its `!dbg`."""
+        node = call.debug_node
+        location = source_location(self.module, node) if node is not None else None
+        source = f"{location.filename}:{location.line}" if location is not None else None
+        return CallSite(call.function.name, call.ordinal, source)
 
     def edit(self, call: Call, replacement: list[Instruction]) -> None:
         """Replace the call by `replacement` when the edits are applied (`apply_edits`)."""

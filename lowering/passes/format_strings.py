@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from metadata.call_sites import CallSite
 from metadata.errors import DprintfError
 from metadata.formats import VVL_DIALECT, conversion_specs, parse_format
 from metadata.table import FormatEntry
@@ -25,13 +26,13 @@ from .helpers import Helper, signed64
 
 class FormatStrings:
     """The format strings of one run: operand text -> (string, or why none), the (conversions, helper)
-    pairs known to match, and each (string, helper)'s entry header (or why there is none)."""
+    pairs known to match, and each (string, helper, strings, site)'s entry header (or why none)."""
 
     def __init__(self, context: PassContext) -> None:
         self.context = context
         self._strings: dict[str, tuple[str | None, str]] = {}
         self._matching: set[tuple[tuple[str, ...], Helper]] = set()
-        self._headers: dict[tuple[str, Helper], int | str] = {}
+        self._headers: dict[tuple[str, Helper, tuple[str, ...], CallSite | None], int | str] = {}
 
     def string(self, call: Call, operand: Operand) -> str | None:
         """The format string `operand` points at, or None after recording why it cannot be read."""
@@ -50,15 +51,20 @@ class FormatStrings:
             parse_format(string, self.context.options.dialect).check(helper.layout)
             self._matching.add(key)
 
-    def header(self, string: str, helper: Helper) -> int | str:
-        """The entry header of `string` passed to `helper` (its entry added to the table), or why none."""
-        key = (string, helper)
+    def header(
+        self, string: str, helper: Helper, strings: tuple[str, ...] = (), site: CallSite | None = None
+    ) -> int | str:
+        """The entry header of `string` passed to `helper`, its `%s` arguments indexing `strings`, the
+        entry of `site` alone when given (`--verbose`; its entry added to the table), or why none."""
+        key = (string, helper, strings, site)
         header = self._headers.get(key)
         if header is None:
-            header = self._headers[key] = self._new_entry(string, helper)
+            header = self._headers[key] = self._new_entry(string, helper, strings, site)
         return header
 
-    def _new_entry(self, string: str, helper: Helper) -> int | str:
+    def _new_entry(
+        self, string: str, helper: Helper, strings: tuple[str, ...], site: CallSite | None
+    ) -> int | str:
         dwords = helper.entry_dwords
         if dwords > MAX_ENTRY_DWORDS:
             return (
@@ -66,30 +72,40 @@ class FormatStrings:
             )
         try:
             self.check(string, helper)
-            entry = FormatEntry.for_call(string, helper.layout, self.context.options.dialect)
+            entry = FormatEntry.for_call(string, helper.layout, self.context.options.dialect, strings, site)
             self.context.table.add(entry)
         except DprintfError as failure:
             return str(failure)
         return signed64(entry_header(entry.index, dwords))
 
+    def surplus_arguments(self, call: Call, string: str, arguments: list[Operand]) -> list[Operand]:
+        """The arguments the conversions print: those past them are not printed, with a warning, as C
+        ignores them (C99 7.19.6.1) and VVL warns (SPEC 9); LLPC's `CsLowerDebugPrintf.lgc` passes
+        one. What does not parse is left for the entry's own check to report."""
+        try:
+            conversions = parse_format(string, self.context.options.dialect).conversions
+        except DprintfError:
+            return arguments
+        if len(arguments) <= len(conversions):
+            return arguments
+        extra = len(arguments) - len(conversions)
+        self.context.warnings.append(
+            f"{self.context.where(call)}: {extra} argument(s) after the {len(conversions)} conversion(s) of "
+            f"{string!r} are not printed"
+        )
+        return arguments[: len(conversions)]
+
     def vvl_arguments(
         self, call: Call, string: str, arguments: list[Operand]
     ) -> tuple[list[Operand], list[Instruction]]:
-        """VVL's habits (SPEC 9): arguments past the conversions are not printed, and a vector shorter
-        than its `%vN` is padded with zero components (by the instructions returned); each a warning,
-        as VVL warns. What does not parse is left for the entry's own check to report."""
+        """VVL's habit (SPEC 9): a vector shorter than its `%vN` is padded with zero components (by the
+        instructions returned), with a warning, as VVL warns. What does not parse is left for the
+        entry's own check to report."""
         try:
             conversions = parse_format(string, VVL_DIALECT).conversions
         except DprintfError:
             return arguments, []
         context = self.context
-        if len(arguments) > len(conversions):
-            extra = len(arguments) - len(conversions)
-            context.warnings.append(
-                f"{context.where(call)}: {extra} argument(s) after the {len(conversions)} conversion(s) of "
-                f"{string!r} are not printed"
-            )
-            arguments = arguments[: len(conversions)]
         padded, instructions = [], []
         for position, (conversion, operand) in enumerate(zip(conversions, arguments, strict=False), start=1):
             vector = parse_type(operand.type)
@@ -110,54 +126,62 @@ class FormatStrings:
     def _read(self, operand: Operand) -> tuple[str | None, str]:
         if not operand.type.startswith("ptr"):
             return None, f"the format string operand `{operand}` is not a pointer"
-        name, reason = _global_at_byte_zero(operand.value)
+        return self.constant_string(operand.value, FORMAT_STRING)
+
+    def constant_string(self, value: str, noun: str) -> tuple[str | None, str]:
+        """The string a constant pointer `value` points at the start of (SPEC 1's reading of a format
+        string), or None and why, naming it as `noun` (FORMAT_STRING, or a `%s` argument's string)."""
+        name, reason = _global_at_byte_zero(value, noun)
         if name is not None:
-            string, reason = _string_of(self.context.module.globals.get(bare_name(name)), name)
+            string, reason = _string_of(self.context.module.globals.get(bare_name(name)), name, noun)
             if string is not None:
                 return string, ""
-        return None, reason or f"the format string operand `{operand}` is not a global constant"
+        return None, reason or f"the {noun} operand `{value}` is not a global constant"
 
 
-def _global_at_byte_zero(value: str) -> tuple[str | None, str | None]:
+FORMAT_STRING = "format string"
+
+
+def _global_at_byte_zero(value: str, noun: str) -> tuple[str | None, str | None]:
     """The global a constant pointer expression points at the start of (`@s`, through addrspacecast and
     all-zero GEPs), or why there is none."""
     if value.startswith("@"):
         return value, None
     expression = ConstantExpression.parse(value)
     if expression is not None and expression.opcode == "addrspacecast" and expression.operands:
-        return _global_at_byte_zero(Operand.parse(expression.operands[0]).value)
+        return _global_at_byte_zero(Operand.parse(expression.operands[0]).value, noun)
     if expression is not None and expression.opcode == "getelementptr":
         operands = expression.operands
         if len(operands) < 2:
             return None, None
         if any(Operand.parse(index).value != "0" for index in operands[2:]):
-            return None, f"the format string operand `{value}` does not point at the start of its string"
-        return _global_at_byte_zero(Operand.parse(operands[1]).value)
+            return None, f"the {noun} operand `{value}` does not point at the start of its string"
+        return _global_at_byte_zero(Operand.parse(operands[1]).value, noun)
     if value.startswith("%"):
-        return None, f"the format string operand {value} is not a constant: it is computed at run time"
+        return None, f"the {noun} operand {value} is not a constant: it is computed at run time"
     return None, None
 
 
-def _string_of(variable: GlobalVariable | None, name: str) -> tuple[str | None, str | None]:
-    """The format string a global holds (its bytes up to the first NUL, as UTF-8), or why it holds none."""
+def _string_of(variable: GlobalVariable | None, name: str, noun: str) -> tuple[str | None, str | None]:
+    """The string a global holds (its bytes up to the first NUL, as UTF-8), or why it holds none."""
     definition = variable.definition if variable is not None else None
     if definition is None or not definition.is_variable:
-        return None, f"the format string {name} is not a global variable"
+        return None, f"the {noun} {name} is not a global variable"
     if definition.external:
-        return None, f"the format string {name} is external: its contents are not known"
+        return None, f"the {noun} {name} is external: its contents are not known"
     if not definition.constant:
-        return None, f"the format string {name} is not constant"
+        return None, f"the {noun} {name} is not constant"
     array = parse_type(definition.value_type)
     if not isinstance(array, ir.ArrayType) or array.element != ir.IntType(8):
-        return None, f"the format string {name} has type {definition.value_type}, not [n x i8]"
+        return None, f"the {noun} {name} has type {definition.value_type}, not [n x i8]"
     initializer = definition.initializer or ""
     # `\00` is how LLVM prints a NUL byte and nothing else, so the string ends at the first one.
     data = decode_string(initializer[2:-1].split("\\00", 1)[0]) if initializer.startswith('c"') else None
     if initializer == "zeroinitializer":
         data = bytes(array.count)
     if data is None:
-        return None, f"the format string {name} has no constant initializer"
+        return None, f"the {noun} {name} has no constant initializer"
     try:
         return data.split(b"\0", 1)[0].decode("utf-8"), None
     except UnicodeDecodeError as failure:
-        return None, f"the format string {name} is not UTF-8: {failure.reason} at byte {failure.start}"
+        return None, f"the {noun} {name} is not UTF-8: {failure.reason} at byte {failure.start}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
 
-from metadata.layout import FLOAT, INTEGER, ArgType, Layout
+from metadata.layout import FLOAT, INTEGER, POINTER, STRING, ArgType, Layout
 from metadata.wire import (
     ABORT_SIZE_DWORDS,
     CAPACITY_BYTE_OFFSET,
@@ -34,7 +34,13 @@ from .warp_aggregation import define_warp_aggregated_reserve
 
 PRINTF = "printf"
 ABORT = "abort"
-SIGN_EXTENDED = "signext"  # the call operand attribute after which a narrow integer widens with its sign
+# How an argument is passed, beside its IR type: as it is; a narrow integer widened with its sign (after
+# its `signext` call operand attribute); a `%s` argument's string index (an `i32` the pass computed);
+# a `%p` argument's pointer, stored as its 64 bits.
+AS_IS = ""
+SIGN_EXTENDED = "signext"
+STRING_INDEX = "string index"
+POINTER_BITS = "pointer bits"
 
 # IR scalar -> (buffer kind, IR bits, cast that widens it, IR type stored): SPEC section 4.
 _SCALARS: dict[ir.Type, tuple[str, int, str | None, ir.Type]] = {
@@ -61,10 +67,15 @@ class Argument:
 
 
 @functools.lru_cache(maxsize=256)
-def classify(ir_type: str, sign_extended: bool = False) -> Argument | str:
+def classify(ir_type: str, passed: str = AS_IS) -> Argument | str:
     """How an argument of `ir_type` is packed (SPEC section 4), or why it cannot be. A narrow integer
-    widens by zero extension, or by sign extension when `sign_extended` (its `signext`, SPEC 9)."""
+    widens by zero extension, or by sign extension when SIGN_EXTENDED (its `signext`, SPEC 9); a
+    STRING_INDEX is a `%s` argument's `i32`, a pointer with POINTER_BITS a `%p` argument's 64 bits."""
     parsed = parse_type(ir_type)
+    if passed == STRING_INDEX and parsed == I32:
+        return Argument(I32, ArgType(STRING, 32), None, I32)
+    if passed == POINTER_BITS and isinstance(parsed, ir.PointerType):
+        return Argument(parsed, ArgType(POINTER, 64), "ptrtoint", I64)
     lanes, scalar = 0, parsed
     if isinstance(parsed, ir.VectorType):
         lanes, scalar = parsed.count, parsed.element
@@ -72,7 +83,7 @@ def classify(ir_type: str, sign_extended: bool = False) -> Argument | str:
     if parsed is None or widening is None:
         return f"type {ir_type} is {_what_is(ir_type, parsed)}; arguments must be {_ALLOWED}"
     kind, bits, cast, stored = widening
-    if sign_extended and cast == "zext":
+    if passed == SIGN_EXTENDED and cast == "zext":
         cast = "sext"
     return Argument(
         parsed, ArgType.widened(kind, bits, lanes), cast, ir.VectorType(stored, lanes) if lanes else stored
@@ -97,6 +108,30 @@ def _what_is(text: str, parsed: ir.Type | None) -> str:
     return "not supported"
 
 
+@dataclass(frozen=True, slots=True)
+class PrintfGate:
+    """What every printf helper of a run does before it reserves its entry (issue 23): let through only
+    the invocation IDs of `invocations` (inclusive ranges), count the call's lines in its site's counter
+    and write none past `line_limit`, and (`writes_invocation`, `--verbose`) write the invocation ID
+    first in the payload. The helper then takes the invocation ID (`i32`) and the counter's address
+    after the header, each when it needs it."""
+
+    invocations: tuple[tuple[int, int], ...] | None = None
+    line_limit: int | None = None
+    writes_invocation: bool = False
+
+    @property
+    def takes_invocation(self) -> bool:
+        return self.invocations is not None or self.writes_invocation
+
+    @property
+    def takes_counter(self) -> bool:
+        return self.line_limit is not None
+
+
+COUNTER_TYPE = "ptr addrspace(7)"  # a site's line counter, in the runtime's buffer (a u64 a site)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Helper:
     """An internal `alwaysinline` function writing one kind of record for one list of argument types.
@@ -113,13 +148,23 @@ class Helper:
     arguments: tuple[Argument, ...]
     aggregated: bool = False
     outlined: bool = False
+    gate: PrintfGate | None = None
     layout: Layout = field(init=False)
     entry_dwords: int = field(init=False)
 
     def __post_init__(self) -> None:
         layout = tuple(argument.arg_type for argument in self.arguments)
         object.__setattr__(self, "layout", layout)
-        object.__setattr__(self, "entry_dwords", entry_dwords(layout))
+        invocation = 1 if self.gate is not None and self.gate.writes_invocation else 0
+        object.__setattr__(self, "entry_dwords", entry_dwords(layout) + invocation)
+
+    def parameter_types(self) -> list[str]:
+        """Its parameters' IR types: the buffer, the header, what its gate takes, the arguments."""
+        gate = self.gate
+        types = [self.buffer_type, "i64"]
+        types += ["i32"] if gate is not None and gate.takes_invocation else []
+        types += [COUNTER_TYPE] if gate is not None and gate.takes_counter else []
+        return types + [str(argument.ir_type) for argument in self.arguments]
 
 
 def signed64(value: int) -> int:
@@ -140,17 +185,26 @@ def define_helper(
     size in bytes, that entry, and a zero dword when padding to 8 bytes, the size stored last with
     release ordering; then a fence and `llvm.trap`.
     """
-    buffer_type = parse_type(helper.buffer_type)
     is_abort = helper.kind == ABORT
     size = constant(abort_record_dwords(helper.layout) if is_abort else helper.entry_dwords)
-    parameters = [(buffer_type, "buffer"), (I64, "header")]
-    parameters += [(argument.ir_type, f"a{index}") for index, argument in enumerate(helper.arguments)]
+    gate = helper.gate or PrintfGate()
+    names = ["buffer", "header"] + ["invocation"] * gate.takes_invocation + ["counter"] * gate.takes_counter
+    names += [f"a{index}" for index in range(len(helper.arguments))]
+    parameters = [
+        (parse_type(text), name) for text, name in zip(helper.parameter_types(), names, strict=True)
+    ]
     attributes = ["noinline" if helper.outlined else "alwaysinline", "nounwind"]
     function = internal_function(
         module, helper.name, ir.VoidType(), parameters, [*attributes, "noreturn"] if is_abort else attributes
     )
-    buffer, header, *values = function.args
-    builder = ir.IRBuilder(function.append_basic_block("reserve"))
+    given = dict(zip(names, function.args, strict=True))
+    buffer, header = given["buffer"], given["header"]
+    values = function.args[len(names) - len(helper.arguments) :]
+    exit_block = function.append_basic_block("stop" if is_abort else "done")
+    reserving = function.append_basic_block("reserve")
+    if gate.invocations is not None or gate.takes_counter:
+        _pass_gate(ir.IRBuilder(function.append_basic_block("gate")), gate, given, reserving, exit_block)
+    builder = ir.IRBuilder(reserving)
     if reserve is None:
         old = builder.atomic_rmw("add", buffer, size, "monotonic", name="old")
     else:
@@ -158,7 +212,6 @@ def define_helper(
     clamp = constant(OFFSET_CLAMP_DWORDS)
     at = builder.select(builder.icmp_unsigned("<", old, clamp, name="low"), old, clamp, name="at")
     write = function.append_basic_block("write") if target.checks_capacity else None
-    exit_block = function.append_basic_block("stop" if is_abort else "done")
     if write is not None:
         capacity_at = builder.gep(
             buffer, [constant(CAPACITY_BYTE_OFFSET)], source_etype=ir.IntType(8), name="cap.ptr"
@@ -174,6 +227,10 @@ def define_helper(
         entry = builder.gep(record, [constant(ABORT_SIZE_DWORDS)], source_etype=I32, name="entry")
     builder.store(header, entry, align=4)
     dword = ENTRY_HEADER_DWORDS
+    if gate.writes_invocation:
+        slot = builder.gep(entry, [constant(dword)], source_etype=I32, name="invocation.ptr")
+        builder.store(given["invocation"], slot, align=4)
+        dword += 1
     for index, (argument, value) in enumerate(zip(helper.arguments, values, strict=True)):
         if argument.cast is not None:
             value = _widen(builder, argument, value, index)
@@ -195,21 +252,73 @@ def define_helper(
         builder.unreachable()
     else:
         builder.ret_void()
+    _in_order(function, exit_block)
     return function
 
 
+def _pass_gate(
+    builder: ir.IRBuilder,
+    gate: PrintfGate,
+    given: dict[str, ir.Value],
+    reserve: ir.Block,
+    exit_block: ir.Block,
+) -> None:
+    """The gate's checks, each branching to `exit_block` when it fails, then to `reserve`: the invocation
+    ID in one of the ranges (`id - low <= high - low`, unsigned), then the site's count, added to with
+    one monotonic atomic add, below the limit."""
+    function = builder.function
+    if gate.invocations is not None:
+        invocation, kept = given["invocation"], None
+        for number, (low, high) in enumerate(gate.invocations):
+            offset = builder.sub(invocation, constant(_i32(low), I32), name=f"range{number}.offset")
+            inside = builder.icmp_unsigned(
+                "<=", offset, constant(_i32(high - low), I32), name=f"range{number}"
+            )
+            kept = inside if kept is None else builder.or_(kept, inside, name=f"kept{number}")
+        assert kept is not None  # a list of invocations has one range at least
+        if gate.line_limit is None:
+            builder.cbranch(kept, reserve, exit_block)
+            return
+        counting = function.append_basic_block("count")
+        builder.cbranch(kept, counting, exit_block)
+        builder.position_at_end(counting)
+    if gate.line_limit is not None:
+        seen = builder.atomic_rmw("add", given["counter"], constant(1), "monotonic", name="seen")
+        below = builder.icmp_unsigned("<", seen, constant(gate.line_limit), name="below")
+        builder.cbranch(below, reserve, exit_block)
+
+
+def _in_order(function: ir.Function, exit_block: ir.Block) -> None:
+    """The gate's blocks first (the entry), the reservation's next, the exit last."""
+    blocks = function.blocks
+    entry = next((block for block in blocks if block.name == "gate"), None)
+    for block in (entry, exit_block):
+        if block is not None:
+            blocks.remove(block)
+    blocks[:0] = [entry] if entry is not None else []
+    blocks.append(exit_block)
+
+
+def _i32(value: int) -> int:
+    """`value` as LLVM spells an i32 constant: two's complement, signed."""
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
 def _widen(builder: ir.IRBuilder, argument: Argument, value: ir.Value, index: int) -> ir.Value:
-    """The argument widened as it is stored: `zext`, `sext` or `fpext`."""
-    cast = {"zext": builder.zext, "sext": builder.sext, "fpext": builder.fpext}[argument.cast or ""]
+    """The argument widened as it is stored: `zext`, `sext`, `fpext`, or a pointer's `ptrtoint`."""
+    casts = {"zext": builder.zext, "sext": builder.sext, "fpext": builder.fpext, "ptrtoint": builder.ptrtoint}
+    cast = casts[argument.cast or ""]
     return cast(value, argument.stored, name=f"a{index}.wide")
 
 
 class HelperSet:
     """The helpers of one run, one per (kind, buffer type, argument types, aggregated, outlined), named
-    with the run's prefix; and the `llvmlite.ir` module that defines them."""
+    with the run's prefix; and the `llvmlite.ir` module that defines them. Its printf helpers pass the
+    run's `gate`, when it has one."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, gate: PrintfGate | None = None) -> None:
         self.prefix = prefix
+        self.gate = gate
         self._by_key: dict[tuple, Helper] = {}
         self._builders: list[Callable[[ir.Module], None]] = []
 
@@ -220,16 +329,16 @@ class HelperSet:
         self,
         kind: str,
         buffer_type: str,
-        types: tuple[tuple[str, bool], ...],
+        types: tuple[tuple[str, str], ...],
         aggregated: bool,
         outlined: bool,
     ) -> Helper | list[str]:
-        """The helper for arguments of `types` (each an IR type and whether it is `signext`), or why each
-        argument that cannot be passed cannot (`argument N: ...`)."""
+        """The helper for arguments of `types` (each an IR type and how it is passed: AS_IS,
+        SIGN_EXTENDED, ...), or why each argument that cannot be passed cannot (`argument N: ...`)."""
         key = (kind, buffer_type, types, aggregated, outlined)
         helper = self._by_key.get(key)
         if helper is None:
-            arguments = [classify(ir_type, sign_extended) for ir_type, sign_extended in types]
+            arguments = [classify(ir_type, passed) for ir_type, passed in types]
             reasons = [
                 f"argument {position}: {argument}"
                 for position, argument in enumerate(arguments, start=1)
@@ -239,7 +348,10 @@ class HelperSet:
                 return reasons
             name = f"{self.prefix}{kind}.{len(self._by_key)}"
             classified = tuple(argument for argument in arguments if isinstance(argument, Argument))
-            helper = self._by_key[key] = Helper(name, kind, buffer_type, classified, aggregated, outlined)
+            gate = self.gate if kind == PRINTF else None
+            helper = self._by_key[key] = Helper(
+                name, kind, buffer_type, classified, aggregated, outlined, gate
+            )
         return helper
 
     def add(self, key: str, helper: Helper) -> None:
@@ -254,11 +366,7 @@ class HelperSet:
     def declarations(self) -> list[str]:
         """Each helper declared, for a module parsed before they are defined."""
         return [
-            f"declare void {global_name(helper.name)}("
-            + ", ".join(
-                [helper.buffer_type, "i64", *(str(argument.ir_type) for argument in helper.arguments)]
-            )
-            + ")"
+            f"declare void {global_name(helper.name)}({', '.join(helper.parameter_types())})"
             for helper in self
         ]
 

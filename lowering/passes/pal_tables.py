@@ -21,9 +21,9 @@ def run(context: PassContext) -> None:
     """amdpal: the format-string table and the others the run has, in the module's PAL metadata."""
     if not context.target.pal_metadata:
         return
-    if context.user_data is not None:
-        context.table.other_keys[USER_DATA_OFFSET_KEY] = context.user_data.found.user_data_offset
-    extra = tables_document(context.validation, context.instrumentation, context.races)
+    if context.user_data_offset is not None:
+        context.table.other_keys[USER_DATA_OFFSET_KEY] = context.user_data_offset
+    extra = tables_document(context.validation, context.instrumentation, context.races, context.line_limit)
     try:
         _add_pal_table(context.module, context.table, extra)
     except DprintfError as failure:

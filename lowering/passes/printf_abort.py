@@ -1,7 +1,8 @@
 """The printf and abort pass (SPEC sections 1-6 and 9): each call replaced by a call to its helper.
 
 Recipe per call: find its buffer (an operand, or the runtime's); read and check its format string;
-pick the helper for its argument types; add its string to the table, which gives the entry header;
+pass its `%s` arguments as their strings' indices (`string_arguments`); pick the helper for its
+argument types; add its string to the table, which gives the entry header;
 replace the call by `helper(buffer, header, arguments...)`, a straight-line edit. LLPC's
 `@lgc.abort.msg` carries its message's dwords: the constant ones go into the table entry, the others
 into the record. The helpers are defined, and inlined, by the pipeline once every pass has run.
@@ -27,8 +28,10 @@ from ..targets.target import Aggregation
 from .calls import MESSAGE, Call, crowded_functions, entry_parameters, find_calls, other_uses
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .format_strings import FormatStrings
-from .helpers import ABORT, PRINTF, SIGN_EXTENDED, Helper, signed64
+from .helpers import ABORT, AS_IS, PRINTF, Helper, signed64
+from .printf_sites import PrintfSites
 from .runtime_buffers import RuntimeBuffers
+from .string_arguments import StringArguments
 
 _UNDEFINED = frozenset({"undef", "poison"})  # a message dword of these is a constant 0
 
@@ -45,7 +48,9 @@ class _PrintfAbort:
     def __init__(self, context: PassContext) -> None:
         self.context = context
         self.formats = FormatStrings(context)
+        self.strings = StringArguments(context, self.formats)
         self.buffers = RuntimeBuffers(context)
+        self.sites = PrintfSites(context, self.buffers)
         self.outlined: frozenset[str] = frozenset()
 
     def run(self, kinds: list[str]) -> None:
@@ -59,6 +64,7 @@ class _PrintfAbort:
                 self._lower_call(call)
         for problem in other_uses(context.module, kinds, calls):
             context.problem(None, problem)
+        self.sites.finish()
 
     def _lower_call(self, call: Call) -> None:
         """Check a printf or abort call, record its string in the table, and replace it by a call to its
@@ -81,18 +87,24 @@ class _PrintfAbort:
         if not buffer.type.startswith("ptr"):
             context.problem(call, f"the buffer operand `{operands[0]}` is not a pointer")
         string = self.formats.string(call, string_operand)
-        padding: list[Instruction] = []
-        if context.options.dialect == VVL_DIALECT and string is not None:
-            rest, padding = self.formats.vvl_arguments(call, string, rest)
-        types = tuple((operand.type, SIGN_EXTENDED in operand.attributes) for operand in rest)
-        helper = self._helper(call, buffer.type, types, not without_buffer and self._aggregates(call, buffer))
-        if string is None or helper is None or len(context.problems) > problems:
+        if string is None:
             return
-        header = self.formats.header(string, helper)
+        rest = self.formats.surplus_arguments(call, string, rest)
+        padding: list[Instruction] = []
+        if context.options.dialect == VVL_DIALECT:
+            rest, padding = self.formats.vvl_arguments(call, string, rest)
+        passed = self.strings.pass_arguments(call, string, rest)
+        types = tuple(zip((operand.type for operand in passed.operands), passed.passing, strict=True))
+        helper = self._helper(call, buffer.type, types, not without_buffer and self._aggregates(call, buffer))
+        if helper is None or len(context.problems) > problems:
+            return
+        gated, computed, site = self.sites.operands(call) if call.kind == PRINTF else ([], [], None)
+        header = self.formats.header(string, helper, passed.strings, site)
         if isinstance(header, str):
             context.problem(call, header)
             return
-        self._replace(call, helper, buffer, header, rest, [*loads, *padding])
+        before = [*loads, *padding, *passed.instructions, *computed]
+        self._replace(call, helper, buffer, header, [*gated, *passed.operands], before)
 
     def _lower_message(self, call: Call) -> None:
         """LLPC's abort message (SPEC 9): its constant dwords go into its table entry, the others into the
@@ -133,7 +145,7 @@ class _PrintfAbort:
             return
         name = f"%{context.prefix}abort.buffer.{call.ordinal}"
         buffer, loads = self.buffers.load_global(ABORT_BUFFER_GLOBAL, name, call.debug_attachment)
-        types = tuple((operand.type, False) for operand in written)
+        types = tuple((operand.type, AS_IS) for operand in written)
         helper = self._helper(call, buffer.type, types, False, ABORT)
         if helper is None:
             return
@@ -154,7 +166,8 @@ class _PrintfAbort:
         arguments: list[Operand],
         before: list[Instruction],
     ) -> None:
-        """The call replaced by `before` and `helper(buffer, header, arguments...)`."""
+        """The call replaced by `before` and `helper(buffer, header, arguments...)` (the arguments led by
+        what the helper's gate takes)."""
         passed = ", ".join([buffer.text, f"i64 {header}", *(operand.text for operand in arguments)])
         replacement = Instruction(f"call void {global_name(helper.name)}({passed}){call.debug_attachment}")
         self.context.edit(call, [*before, replacement])
@@ -177,7 +190,7 @@ class _PrintfAbort:
         self,
         call: Call,
         buffer_type: str,
-        types: tuple[tuple[str, bool], ...],
+        types: tuple[tuple[str, str], ...],
         aggregated: bool,
         kind: str | None = None,
     ) -> Helper | None:

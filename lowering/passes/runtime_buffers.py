@@ -33,8 +33,9 @@ class RuntimeBuffers:
 
     def printf_buffer(self, call: Call) -> Loaded | None:
         """The buffer of a printf without a buffer operand: the runtime's global on cpu and nvptx; LLPC's
-        user-data node on amdpal. None after removing the call (amdpal without the node: a warning, as
-        LLPC removes it) or recording why it cannot be loaded."""
+        user-data node on amdpal, loaded from the function's user data, or from the runtime's global in a
+        function that takes none (`UserDataBuffers.reaches`). None after removing the call (amdpal
+        without the node: a warning, as LLPC removes it) or recording why it cannot be loaded."""
         context = self.context
         name = f"%{context.prefix}buffer.{call.ordinal}"
         if not context.target.pal_metadata:
@@ -49,6 +50,9 @@ class RuntimeBuffers:
                 "the call is removed"
             )
             return None
+        context.user_data_offset = user_data.found.user_data_offset
+        if not user_data.reaches(call.function):
+            return self.load_global(PRINTF_BUFFER_GLOBAL, name, call.debug_attachment)
         loads = user_data.load(call.function, name, str(call.ordinal), call.debug_attachment)
         if isinstance(loads, str):
             context.problem(call, loads)

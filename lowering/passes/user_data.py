@@ -13,7 +13,10 @@ Where the user data come from (the convention of this project; LLVM's AMDGPU bac
 say it): user data dword N is the function's `i32 inreg %userdataN` parameter, as LGC's
 `MutateEntryPoint` names the user-data SGPR arguments of an entry and of an `amdgpu_gfx` library
 function; one that is not there is loaded from the `i32 inreg %spillTable` parameter, LGC's spill table,
-at byte 4N. The buffer is then, as in LGC's `createBufferDesc`:
+at byte 4N. A function with neither (LLPC's lit inputs `basic.lgc` and `CsLowerDebugPrintf.lgc`, written
+before LGC gives a function its user data) takes the buffer from the runtime's global instead, as
+`@lgc.abort.msg` takes its buffer (`runtime_buffers`); the table keeps the node's `.user_data_offset`.
+The buffer is then, as in LGC's `createBufferDesc`:
 - a node in a table: the table's address is the user data dword of the top node, extended to 64 bits
   with the high half of the program counter; the 128-bit buffer descriptor is at the node's offset in it;
 - a root node: its 4 user data dwords are the descriptor.
@@ -23,6 +26,7 @@ to a buffer resource (`ptr addrspace(8)`), `addrspacecast` to `ptr addrspace(7)`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
@@ -50,6 +54,7 @@ _FAT_POINTER = ir.PointerType(addrspace=7)
 _CONSTANT_POINTER = ir.PointerType(addrspace=4)
 _HIGH_HALF = -(1 << 32)
 _MAX_OFFSET = 1 << 29  # dwords: byte offsets stay within an i32
+_USER_DATA_PARAMETER = re.compile(r"%userdata\d+")
 
 
 class UserDataError(DprintfError):
@@ -212,6 +217,16 @@ class UserDataBuffers:
     @property
     def _spill_helper(self) -> str:
         return f"{self.prefix}spilled.user.data"
+
+    @staticmethod
+    def reaches(function: Function) -> bool:
+        """Whether `function` takes user data the convention's way: any `%userdataN` or `%spillTable`
+        parameter. One that takes none (LLPC's lit inputs before `MutateEntryPoint`) gets the buffer from
+        the runtime's global instead."""
+        return any(
+            parameter.value == "%spillTable" or _USER_DATA_PARAMETER.fullmatch(parameter.value) is not None
+            for parameter in function.parameters
+        )
 
     def load(self, function: Function, result: str, suffix: str, debug: str) -> list[Instruction] | str:
         """The instructions defining `result` (`%name`) as the printf buffer in `function`, their other

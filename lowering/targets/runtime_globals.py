@@ -23,6 +23,7 @@ CONSTANT_ADDRESS_SPACE = 4
 CONSTANT_POINTER_TYPE = f"ptr addrspace({CONSTANT_ADDRESS_SPACE})"
 INSTRUMENTATION_BUFFER_GLOBAL = "lgc.instrumentation.buffer"  # the block counters (SPEC 10)
 RACES_SHADOW_GLOBAL = "lgc.races.shadow"  # each data buffer's shadow, `[K x ptr]` (SPEC 12)
+SITE_COUNTS_GLOBAL = "lgc.debug.printf.site.counts"  # a u64 a printf call site (`--max-lines-per-site`)
 
 
 def define_declared_globals(module: llvm.ModuleRef, names: Iterable[str]) -> None:

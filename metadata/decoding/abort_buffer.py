@@ -165,7 +165,7 @@ def _record_count_bounds(lost: int, catalog: FormatCatalog) -> tuple[int, int]:
     (exact when they are all one size), or by the smallest and largest records there can be."""
     if lost == 0:
         return 0, 0
-    sizes = {abort_record_dwords(found.layout) for found in catalog.formats} | {
+    sizes = {abort_record_dwords(found.payload_layout) for found in catalog.formats} | {
         record_dwords(found.dwords) for found in catalog.message_entries
     } or {
         MIN_RECORD_DWORDS,
@@ -231,7 +231,8 @@ class AbortFraming:
         if isinstance(found, DecodableMessage):
             self._message(walk, position, found, entry)
             return
-        values = row_values(argument_columns(found.layout, entry.reshape(1, -1).copy()), 0, 1)[0]
+        values = row_values(argument_columns(found.payload_layout, entry.reshape(1, -1).copy()), 0, 1)[0]
+        values = values[1:] if found.entry.site is not None else values  # a site's invocation ID first
         self.messages.append(
             AbortMessage(
                 offset=position,

@@ -22,13 +22,14 @@ Call = tuple[FormatEntry, Sequence[Any]]
 
 
 def printf_entry(entry: FormatEntry, values: Sequence[Any]) -> bytes:
-    """One printf entry: the 8-byte PrintfBufferEntryHeader, then the packed arguments."""
-    return wire.printf_entry(entry.index, entry.layout, values)
+    """One printf entry: the 8-byte PrintfBufferEntryHeader, then the packed arguments (for an entry with
+    a site, `values` start with the invocation ID)."""
+    return wire.printf_entry(entry.index, entry.payload_layout, values)
 
 
 def abort_record(entry: FormatEntry, values: Sequence[Any]) -> bytes:
     """One abort record: the 8-byte payloadBytes, the entry, zero padding to 8 bytes."""
-    return wire.abort_record(entry.index, entry.layout, values)
+    return wire.abort_record(entry.index, entry.payload_layout, values)
 
 
 def message_record(entry: AbortMessageEntry, variable: Sequence[int]) -> bytes:

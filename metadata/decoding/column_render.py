@@ -23,6 +23,7 @@ from ..cformat import (
 )
 from ..formats import Conversion, FormatString
 from ..layout import FLOAT, INTEGER, ArgType, Layout
+from ..wire import COLUMN_TYPES
 from .byte_cells import cell_plan
 
 
@@ -74,12 +75,7 @@ def render_tier(fmt: FormatString) -> str:
     )
 
 
-_DTYPES = {
-    (INTEGER, 32): numpy.uint32,
-    (INTEGER, 64): numpy.uint64,
-    (FLOAT, 32): numpy.float32,
-    (FLOAT, 64): numpy.float64,
-}
+_DTYPES = {key: dtype.type for key, dtype in COLUMN_TYPES.items()}
 
 Renderer = Callable[[list[numpy.ndarray], int], tuple[list[str], numpy.ndarray]]
 Mask = Callable[[numpy.ndarray], numpy.ndarray]
@@ -197,11 +193,12 @@ def _fast_spec(conversion: Conversion) -> str | None:
     Verified against `snprintf` by the tests. Python's `%` differs from C on: the length modifiers
     (rejected), `+`/space on unsigned conversions (C ignores them), `#` on `%d` and `%u` (ignored),
     `0` with a precision on integers (C ignores the `0`), `%#o` (Python writes `0o`), `%a` (missing),
-    and the values that `_integer_exceptions` and `_float_exceptions` mark.
+    and the values that `_integer_exceptions` and `_float_exceptions` mark; `%s` and `%p` are not
+    Python's.
     """
     letter = conversion.conversion
     flags = conversion.flags
-    if letter in "aA" or (letter == "o" and "#" in flags):
+    if letter in "aAsp" or (letter == "o" and "#" in flags):
         return None
     if conversion.kind == INTEGER:
         if not conversion.is_signed:

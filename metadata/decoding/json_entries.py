@@ -1,6 +1,7 @@
 """Many printf entries of one format as JSON at once: each entry `{"offset", "id", "format", "values",
-"text"}` exactly as `json.dumps` writes its map (ASCII, `", "` and `": "` separators), followed by a
-terminator (`", "` between the entries of a document, a newline for JSON lines).
+"text"}` (then `"site"` and `"invocation"` for an entry written with `--verbose`) exactly as
+`json.dumps` writes its map (ASCII, `", "` and `": "` separators), followed by a terminator (`", "`
+between the entries of a document, a newline for JSON lines).
 
 A format's entries are rendered by the column renderer (`column_render`) through a *JSON template*: a
 format string built once per format whose literal pieces are the constant parts of the entry (the ID,
@@ -10,8 +11,8 @@ template is built; its conversions print only characters that JSON leaves as the
 letters, points, spaces), so the text needs no escaping per entry, and a format of integer and `%f`/`%e`
 conversions renders as byte cells, a block of entries at a time. Two things the template cannot print
 are rendered beside it and spliced in, row by row: float values (`repr`, as `json.dumps` writes them;
-the non-finite ones as the strings "nan", "inf", "-inf") and the text of a format with `%c` (any byte,
-escaped per entry).
+the non-finite ones as the strings "nan", "inf", "-inf") and the text of a format with `%c` or `%s` (any
+character, escaped per entry). A `%s` value is its string's index, as the buffer holds it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from json.encoder import encode_basestring_ascii
 
 import numpy
 
+from ..call_sites import UNKNOWN_INVOCATION
 from ..format_catalog import DecodableFormat
 from ..formats import Conversion, FormatString
 from ..layout import FLOAT, INTEGER, ArgType, Layout
@@ -34,6 +36,7 @@ LINE_TERMINATOR = "\n"  # after each entry of `--json-lines`
 OFFSET = -1  # the source of a conversion that prints the entry's offset; else the argument's index
 _OFFSET_TYPE = ArgType(INTEGER, 64)
 _NON_FINITE = {"nan": '"nan"', "inf": '"inf"', "-inf": '"-inf"'}
+_ANY_CHARACTER = ("c", "s")  # conversions whose text JSON may need to escape
 
 
 def json_values(values: Sequence) -> list:
@@ -85,17 +88,27 @@ class _FloatValue:
 
 @dataclass(frozen=True, slots=True)
 class _EscapedText:
-    """The text of a format whose conversions may print any character (`%c`), escaped entry by entry."""
+    """The text of a format whose conversions may print any character (`%c`, `%s`), escaped entry by
+    entry; its arguments are the columns from `first` on."""
 
     format: FormatString
     layout: Layout
+    first: int
 
     def lines(self, offsets: numpy.ndarray, columns: Sequence[numpy.ndarray]) -> list[str]:
-        texts = render_columns(self.format, self.layout, list(columns), rows=offsets.size)
+        texts = render_columns(self.format, self.layout, list(columns[self.first :]), rows=offsets.size)
         return list(map(encode_basestring_ascii, texts))
 
 
-_Part = _Template | _FloatValue | _EscapedText
+@dataclass(frozen=True, slots=True)
+class _Invocation:
+    """The invocation ID of an entry with a call site (column 0): a number, or null where not known."""
+
+    def lines(self, offsets: numpy.ndarray, columns: Sequence[numpy.ndarray]) -> list[str]:
+        return ["null" if value == UNKNOWN_INVOCATION else str(value) for value in columns[0].tolist()]
+
+
+_Part = _Template | _FloatValue | _EscapedText | _Invocation
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,14 +133,16 @@ class JsonPlan:
 
 @functools.lru_cache(maxsize=1024)
 def json_plan(found: DecodableFormat, terminator: str) -> JsonPlan:
-    """The plan of `found`'s entries, each followed by `terminator`."""
+    """The plan of `found`'s entries, each followed by `terminator`. The columns are the payload's: an
+    entry with a call site has its invocation ID first, and `"site"` and `"invocation"` after its text."""
     builder = _PlanBuilder()
     entry = found.entry
+    first = 0 if entry.site is None else 1  # the column of the first argument
     builder.literal('{"offset": ')
     builder.conversion(_unsigned(_OFFSET_TYPE), _OFFSET_TYPE, OFFSET)
     builder.literal(f', "id": {entry.index}, "format": {encode_basestring_ascii(entry.string)}, "values": [')
-    for index, arg in enumerate(found.layout):
-        if index:
+    for index, arg in enumerate(found.layout, start=first):
+        if index > first:
             builder.literal(", ")
         if arg.kind == FLOAT:
             builder.part(_FloatValue(index))
@@ -136,11 +151,11 @@ def json_plan(found: DecodableFormat, terminator: str) -> JsonPlan:
         builder.conversion(_unsigned(arg), arg, index)
         builder.literal("]" if arg.vector else "")
     builder.literal('], "text": ')
-    if any(conversion.conversion == "c" for conversion in found.format.conversions):
-        builder.part(_EscapedText(found.format, found.layout))
+    if any(conversion.conversion in _ANY_CHARACTER for conversion in found.format.conversions):
+        builder.part(_EscapedText(found.format, found.layout, first))
     else:
         builder.literal('"')
-        arguments = iter(enumerate(found.layout))
+        arguments = iter(enumerate(found.layout, start=first))
         for piece in found.format.pieces:
             if isinstance(piece, str):
                 builder.literal(encode_basestring_ascii(piece)[1:-1])
@@ -148,6 +163,9 @@ def json_plan(found: DecodableFormat, terminator: str) -> JsonPlan:
                 index, arg = next(arguments)
                 builder.conversion(piece, arg, index)
         builder.literal('"')
+    if entry.site is not None:
+        builder.literal(f', "site": {encode_basestring_ascii(entry.site.describe())}, "invocation": ')
+        builder.part(_Invocation())
     builder.literal("}" + terminator)
     return JsonPlan(builder.finish())
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..call_sites import CallSite, verbose_prefix
 from ..cformat import format_values
 from ..format_catalog import DecodableFormat, FormatCatalog, FormatLookup
 from ..wire import DWORD, ENTRY_HEADER_DWORDS, Value, argument_columns, row_values
@@ -50,18 +51,22 @@ _FEW_FORMATS = 8  # up to this many, pick each format's entries by comparison; p
 
 @dataclass(frozen=True, slots=True)
 class PrintfEntry:
-    """One decoded entry: its dword offset after the header, ID, format string, values and text."""
+    """One decoded entry: its dword offset after the header, ID, format string, values and text; for an
+    entry written with `--verbose`, its call site and invocation ID (UNKNOWN_INVOCATION: not known)."""
 
     offset: int
     id: int
     format: str
     values: tuple[Value, ...]
     text: str
+    site: CallSite | None = None
+    invocation: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class FormatColumns:
-    """The entries of one format, in buffer order: their dword offsets and one array per argument.
+    """The entries of one format, in buffer order: their dword offsets and one array per argument; for a
+    format with a call site (`--verbose`), the invocation ID of each entry.
 
     A column is (n,) for a scalar and (n, N) for a vector; uint32/uint64 raw bits for integers,
     float32/float64 for floats.
@@ -70,6 +75,7 @@ class FormatColumns:
     format: DecodableFormat
     offsets: np.ndarray
     columns: tuple[np.ndarray, ...]
+    invocations: np.ndarray | None = None
 
     @property
     def id(self) -> int:
@@ -96,11 +102,13 @@ class FormatColumns:
 
 @dataclass(frozen=True, slots=True)
 class _FormatRows:
-    """`count` entries of one format, as argument columns: what renders them, in any process."""
+    """`count` entries of one format, as argument columns: what renders them, in any process. With
+    `invocations` (`--verbose`), each line is prefixed with its site and invocation."""
 
     format: DecodableFormat
     columns: tuple[np.ndarray, ...]
     count: int
+    invocations: np.ndarray | None = None
 
 
 def _lines(rows: _FormatRows) -> list[str]:
@@ -108,13 +116,21 @@ def _lines(rows: _FormatRows) -> list[str]:
     row, since a column's set-up costs more than a row of one argument."""
     fmt = rows.format
     if rows.count < len(rows.columns):
-        return [format_values(fmt.format, values) for values in row_values(rows.columns, 0, rows.count)]
-    return render_columns(fmt.format, fmt.layout, rows.columns, rows=rows.count)
+        lines = [format_values(fmt.format, values) for values in row_values(rows.columns, 0, rows.count)]
+    else:
+        lines = render_columns(fmt.format, fmt.layout, rows.columns, rows=rows.count)
+    site = fmt.entry.site
+    if rows.invocations is None or site is None:
+        return lines
+    return [
+        verbose_prefix(site, invocation) + line
+        for invocation, line in zip(rows.invocations.tolist(), lines, strict=True)
+    ]
 
 
 def _text(rows: _FormatRows) -> str:
     """`"".join(_lines(rows))`, rendered as one block."""
-    if rows.count < len(rows.columns):
+    if rows.count < len(rows.columns) or rows.invocations is not None:
         return "".join(_lines(rows))
     return render_text(rows.format.format, rows.format.layout, rows.columns, rows=rows.count)
 
@@ -157,9 +173,14 @@ class PrintfDecoding:
         return rows
 
     def text_chunks(
-        self, chunk_entries: int | None = None, processes: int = 1, pool: RenderPool | None = None
+        self,
+        chunk_entries: int | None = None,
+        processes: int = 1,
+        pool: RenderPool | None = None,
+        verbose: bool = False,
     ) -> Generator[str, None, None]:
-        """The output in pieces of at most `chunk_entries` entries, in buffer order.
+        """The output in pieces of at most `chunk_entries` entries, in buffer order; with `verbose`, each
+        entry that has a call site prefixed with it and its invocation (`call_sites.verbose_prefix`).
 
         A run of at least TEXT_BLOCK_ENTRIES consecutive entries of one format is rendered in blocks,
         with no string per entry; the entries between such runs a group at a time, then interleaved.
@@ -168,14 +189,20 @@ class PrintfDecoding:
         They come in order either way: TEXT_CHUNK_ENTRIES entries each here, PARALLEL_CHUNK_ENTRIES in
         a pool, unless `chunk_entries` says otherwise.
         """
-        return self._rendered(TEXT, TEXT_TRANSPORT, chunk_entries, processes, pool)
+        style = VERBOSE_TEXT if verbose else TEXT
+        return self._rendered(style, TEXT_TRANSPORT, chunk_entries, processes, pool)
 
     def output_chunks(
-        self, chunk_entries: int | None = None, processes: int = 1, pool: RenderPool | None = None
+        self,
+        chunk_entries: int | None = None,
+        processes: int = 1,
+        pool: RenderPool | None = None,
+        verbose: bool = False,
     ) -> Generator[bytes, None, None]:
         """`text_chunks` as the bytes C writes (UTF-8, a `%c` byte of 0x80 or above as itself), encoded
         where the text is rendered: what a driver writes to a file, with no work left to this process."""
-        return self._rendered(TEXT, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=False)
+        style = VERBOSE_TEXT if verbose else TEXT
+        return self._rendered(style, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=False)
 
     def json_chunks(
         self,
@@ -199,7 +226,7 @@ class PrintfDecoding:
     ) -> Generator[Any, None, None]:
         """The pieces of `style` (TEXT, or a JSON terminator) as str (`decoded`) or `encoding`'s bytes,
         rendered here, by `pool`, or by a pool of `processes` started for this call (`_pool_pays`)."""
-        if pool is None and self._pool_pays(style, processes):
+        if pool is None and _pool_pays(self.groups, style, processes):
             from .render_pool import RenderPool, call_start_method
 
             call_pool = RenderPool(processes, call_start_method())
@@ -209,7 +236,7 @@ class PrintfDecoding:
                 call_pool.stop()  # the output is written (or abandoned): idle workers are not waited for
             return
         columns = _Columns.of(self)
-        if pool is None or not self._pool_pays(style, pool.processes, given=True):
+        if pool is None or not _pool_pays(self.groups, style, pool.processes, given=True):
             for piece in self._pieces(chunk_entries or TEXT_CHUNK_ENTRIES):
                 text = piece.render(columns, style)
                 yield text if decoded else text.encode(*encoding)
@@ -217,28 +244,10 @@ class PrintfDecoding:
         from .render_pool import shared_file
 
         with shared_file(".columns") as path:
-            columns.share(path, offsets=style is not None, entry_groups=len(self.groups) > 1)
+            columns.share(path, offsets=style not in _TEXT_STYLES, entry_groups=len(self.groups) > 1)
             pieces = self._pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
             for data in pool.render((_SharedPiece(path, piece, style) for piece in pieces), encoding):
                 yield data.decode(*encoding) if decoded else data
-
-    def _pool_pays(self, style: Style, processes: int, given: bool = False) -> bool:
-        """Whether rendering in `processes` processes beats rendering here, by what one process would
-        take (RENDER_SECONDS per entry of each tier, JSON_COST times that for JSON; `bench_pool.py`): at
-        least POOL_MIN_SECONDS, and for text all in byte cells only with BYTE_CELLS_MIN_PROCESSES
-        processes or more, since fewer render it no faster than the caller alone, which reads and writes
-        what they render. A pool a driver gives is used for any output that takes the time; one for
-        this call is started only when every condition holds."""
-        seconds = 0.0
-        cells_only = True
-        for group in self.groups:
-            tier = render_tier(group.format.format)
-            cells_only &= tier == CELLS_TIER
-            seconds += len(group) * RENDER_SECONDS[tier] * (1.0 if style is None else JSON_COST)
-        if seconds < POOL_MIN_SECONDS:
-            return False
-        light = style is None and cells_only  # text of byte cells: little work for many bytes
-        return given or (processes > 1 and (not light or processes >= BYTE_CELLS_MIN_PROCESSES))
 
     def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:
         """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
@@ -283,19 +292,41 @@ class PrintfDecoding:
             yield first, last, pieces
 
 
+def _pool_pays(groups: Sequence[FormatColumns], style: Style, processes: int, given: bool = False) -> bool:
+    """Whether rendering `groups` in `processes` processes beats rendering here, by what one process would
+    take (RENDER_SECONDS per entry of each tier, JSON_COST times that for JSON; `bench_pool.py`): at
+    least POOL_MIN_SECONDS, and for text all in byte cells only with BYTE_CELLS_MIN_PROCESSES
+    processes or more, since fewer render it no faster than the caller alone, which reads and writes
+    what they render. A pool a driver gives is used for any output that takes the time; one for
+    this call is started only when every condition holds."""
+    seconds = 0.0
+    cells_only = True
+    for group in groups:
+        tier = render_tier(group.format.format)
+        cells_only &= tier == CELLS_TIER
+        seconds += len(group) * RENDER_SECONDS[tier] * (1.0 if style in _TEXT_STYLES else JSON_COST)
+    if seconds < POOL_MIN_SECONDS:
+        return False
+    light = style in _TEXT_STYLES and cells_only  # text of byte cells: little work for many bytes
+    return given or (processes > 1 and (not light or processes >= BYTE_CELLS_MIN_PROCESSES))
+
+
 def _row_range(_: FormatColumns, start: int, stop: int) -> tuple[int, int]:
     return start, stop
 
 
-Style = str | None  # TEXT, or the terminator of each JSON entry
+Style = str | None  # TEXT, VERBOSE_TEXT, or the terminator of each JSON entry
 TEXT: Style = None
+VERBOSE_TEXT: Style = "[verbose]"  # text, each entry with a call site prefixed (no JSON terminator)
+_TEXT_STYLES = (TEXT, VERBOSE_TEXT)
 
 
 @dataclass(frozen=True, slots=True)
 class _Columns:
-    """What pieces render from: each group's format, offsets and argument columns, and each entry's
-    group. In the caller they are the decoding's arrays; in a rendering process, views of the shared
-    file that `share` wrote (`_attached`), so that no rows are pickled."""
+    """What pieces render from: each group's format, offsets and payload columns (a format with a call
+    site's invocation IDs, then its arguments), and each entry's group. In the caller they are the
+    decoding's arrays; in a rendering process, views of the shared file that `share` wrote
+    (`_attached`), so that no rows are pickled."""
 
     formats: tuple[DecodableFormat, ...]
     offsets: tuple[np.ndarray | None, ...]
@@ -308,13 +339,21 @@ class _Columns:
         return cls(
             tuple(group.format for group in groups),
             tuple(group.offsets for group in groups),
-            tuple(group.columns for group in groups),
+            tuple(
+                group.columns if group.invocations is None else (group.invocations, *group.columns)
+                for group in groups
+            ),
             decoding.entry_groups,
         )
 
-    def rows(self, number: int, start: int, stop: int) -> _FormatRows:
+    def rows(self, number: int, start: int, stop: int, verbose: bool = False) -> _FormatRows:
+        """Rows `start..stop` of group `number`; with `verbose`, their invocation IDs to prefix them."""
         columns = tuple(column[start:stop] for column in self.columns[number])
-        return _FormatRows(self.formats[number], columns, stop - start)
+        found = self.formats[number]
+        if found.entry.site is None:
+            return _FormatRows(found, columns, stop - start)
+        invocations, *arguments = columns
+        return _FormatRows(found, tuple(arguments), stop - start, invocations if verbose else None)
 
     def share(self, path: str, *, offsets: bool, entry_groups: bool) -> None:
         """Write the arrays pieces read (the offsets and each entry's group only when asked) to the file
@@ -388,13 +427,16 @@ class _Piece:
     entries: tuple[int, int] | None
 
     def render(self, columns: _Columns, style: Style) -> str:
+        verbose = style == VERBOSE_TEXT
         if self.entries is None:
             ((number, (start, stop)),) = self.rows.items()
-            if style is None:
-                return _text(columns.rows(number, start, stop))
+            if style is None or verbose:
+                return _text(columns.rows(number, start, stop, verbose))
             return _json_text(columns, number, (start, stop), style)
-        if style is None:
-            lines = {number: _lines(columns.rows(number, *bounds)) for number, bounds in self.rows.items()}
+        if style is None or verbose:
+            lines = {
+                number: _lines(columns.rows(number, *bounds, verbose)) for number, bounds in self.rows.items()
+            }
         else:
             lines = {
                 number: _json_lines(columns, number, bounds, style) for number, bounds in self.rows.items()
@@ -461,14 +503,19 @@ class PrintfEntries(Sequence[PrintfEntry]):
 
 
 def _entries(group: FormatColumns, start: int, stop: int) -> list[PrintfEntry]:
-    index, string = group.id, group.format.entry.string
+    index, string, site = group.id, group.format.entry.string, group.format.entry.site
+    invocations = group.invocations[start:stop].tolist() if group.invocations is not None else None
     return [
-        PrintfEntry(offset, index, string, values, text)
-        for offset, values, text in zip(
-            group.offsets[start:stop].tolist(),
-            group.values(start, stop),
-            group.render(start, stop),
-            strict=True,
+        PrintfEntry(
+            offset, index, string, values, text, site, invocations[row] if invocations is not None else None
+        )
+        for row, (offset, values, text) in enumerate(
+            zip(
+                group.offsets[start:stop].tolist(),
+                group.values(start, stop),
+                group.render(start, stop),
+                strict=True,
+            )
         )
     ]
 
@@ -554,15 +601,16 @@ def _gather(
         renumber = np.zeros(len(catalog.formats), dtype=np.int32)
         renumber[present] = np.arange(len(present), dtype=np.int32)
         entry_groups = renumber[numbers]
-    groups = tuple(
-        FormatColumns(
-            catalog.formats[number],
-            rows[number].offsets,
-            argument_columns(catalog.formats[number].layout, rows[number].matrix, first=0),
-        )
-        for number in present
-    )
+    groups = tuple(_group(catalog.formats[number], rows[number]) for number in present)
     return groups, entry_groups
+
+
+def _group(found: DecodableFormat, rows: _Rows) -> FormatColumns:
+    """A format's entries as columns: the payload's, the invocation ID's apart for a format with a site."""
+    columns = argument_columns(found.payload_layout, rows.matrix, first=0)
+    if found.entry.site is None:
+        return FormatColumns(found, rows.offsets, columns)
+    return FormatColumns(found, rows.offsets, columns[1:], columns[0])
 
 
 class _Rows:

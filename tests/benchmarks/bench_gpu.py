@@ -20,9 +20,13 @@ then warp aggregation of the reservations: three printf calls per invocation, on
 branch, in the entry (inlined into the kernel) and in a function that is not inlined, lowered with and
 without aggregation: SASS atomics (ptxas + cuobjdump, where installed) and kernel times. The lowered
 text is checked against CUDA printf's own output at the smallest size (same lines, as multisets), and
-the plain stores against the lowered entries at every size. Run by hand on a machine with a GPU:
+the plain stores against the lowered entries at every size. With `--gates`, only the cost of what a
+printf does before it reserves (issue 23; `compare_gates`): the compute kernel of (d) with a printf that
+every invocation reaches, against the kernel without it, as `--only-invocations` lets one invocation or
+one warp through, `--max-lines-per-site 1` counts every invocation's line, and as every invocation
+prints (plain, and `--verbose`). Run by hand on a machine with a GPU:
 
-    python3 tests/benchmarks/bench_gpu.py [--min-log2 20] [--max-log2 24] [--sass-dir DIR]
+    python3 tests/benchmarks/bench_gpu.py [--min-log2 20] [--max-log2 24] [--sass-dir DIR] [--gates]
 """
 
 from __future__ import annotations
@@ -46,13 +50,15 @@ from pathlib import Path
 
 import cupy
 import numpy as np
-from cupy_kernel import CudaKernel
+from cupy_kernel import CudaKernel, interleaved_medians
 
 from lowering.devices.device import EntryPoint
 from lowering.devices.harness import find_entry
-from lowering.devices.nvptx import BLOCK_THREADS, kernel_ptx
+from lowering.devices.nvptx import kernel_ptx, ptx_name
+from lowering.devices.nvptx_worker import BLOCK_THREADS
 from lowering.lowered_module import LoweredModule, Source
 from lowering.pipeline import lower_sources
+from lowering.targets.runtime_globals import SITE_COUNTS_GLOBAL
 from lowering.targets.target import Aggregation, get_target
 from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.decoding.render_pool import RenderPool
@@ -443,9 +449,13 @@ def main() -> None:
     parser.add_argument("--min-log2", type=int, default=20)
     parser.add_argument("--max-log2", type=int, default=24)
     parser.add_argument("--sass-dir", type=Path, help="save the SASS of the aggregation kernels here")
+    parser.add_argument("--gates", action="store_true", help="only the cost of the printf gates (issue 23)")
     args = parser.parse_args()
     sizes = [1 << n for n in range(args.min_log2, args.max_log2 + 1)]
     largest = sizes[-1]
+    if args.gates:
+        print("\n".join(compare_gates(largest)), flush=True)
+        return
     properties = cupy.cuda.runtime.getDeviceProperties(0)
     print(
         f"device: {properties['name'].decode()}, CuPy {cupy.__version__}, {RENDER_PROCESSES} render processes"
@@ -597,6 +607,68 @@ def compare_aggregation(invocations: int, sass_dir: Path | None) -> list[str]:
                 f"{sass_summary(ptx, name, sass_dir)}"
             )
     return lines
+
+
+GATE_STEPS = 64  # 256 arithmetic instructions an invocation, as the first kernel of (d)
+GATE_DWORDS = 6  # the largest entry of the gate variants: header, invocation ID (--verbose), 3 arguments
+
+
+def gate_variants(steps: int = GATE_STEPS) -> dict[str, LoweredModule]:
+    """The compute kernel of (d), its printf reached by every invocation, lowered for nvptx with each
+    printf gate; and the kernel without the printf."""
+    reached = compute_ir(True, steps).replace("br i1 %nan, label %report, label %store", "br label %report")
+    options: dict[str, dict] = {
+        "every invocation prints": {},
+        "--verbose, every invocation prints": {"verbose": True},
+        "--only-invocations 0": {"only_invocations": ((0, 0),)},
+        "--only-invocations 0-31 (one warp)": {"only_invocations": ((0, 31),)},
+        "--max-lines-per-site 1": {"max_lines_per_site": 1},
+    }
+    variants = {"without": lower_sources([Source("gates.ll", compute_ir(False, steps))], "nvptx")}
+    for name, chosen in options.items():
+        variants[name] = lower_sources([Source("gates.ll", reached)], "nvptx", **chosen)
+    return variants
+
+
+def compare_gates(invocations: int, steps: int = GATE_STEPS) -> list[str]:
+    """The cost of the printf gates (issue 23): each variant of `gate_variants` against the kernel
+    without the printf, in interleaved batches of launches (`cupy_kernel.interleaved_medians`); every
+    launch first zeroes the buffer's `bufferOffset` and the site's counter (as every variant does, the
+    kernel without the printf included), so that each launch writes what one dispatch writes. The lines
+    each variant writes are checked after one launch."""
+    buffer = Buffer(GATE_DWORDS * invocations)
+    counts = cupy.zeros(1, dtype=cupy.uint64)
+    outputs, runs, written = {}, {}, {}
+    for name, lowered in gate_variants(steps).items():
+        names = [SITE_COUNTS_GLOBAL] if lowered.line_limit is not None else []
+        compiled = CudaKernel(kernel_ptx(lowered.ir, EntryPoint("main", True), runtime_globals=names))
+        compiled.set_global(ptx_name(SITE_COUNTS_GLOBAL), counts.data.ptr.to_bytes(8, "little"))
+        outputs[name] = out = cupy.zeros(invocations, dtype=cupy.float32)
+
+        def run(compiled=compiled, out=out) -> None:
+            cupy.cuda.runtime.memsetAsync(buffer.ptr, 0, 8, cupy.cuda.get_current_stream().ptr)
+            cupy.cuda.runtime.memsetAsync(counts.data.ptr, 0, 8, cupy.cuda.get_current_stream().ptr)
+            compiled.launch(buffer.ptr, out.data.ptr, invocations)
+
+        runs[name] = run
+        run()
+        cupy.cuda.runtime.deviceSynchronize()
+        written[name] = len(decode_printf_buffer(buffer.download(), lowered.table).entries)
+    assert all(bool((out == outputs["without"]).all()) for out in outputs.values())
+    expected = {
+        "--only-invocations 0": 1,
+        "--only-invocations 0-31 (one warp)": 32,
+        "--max-lines-per-site 1": 1,
+    }
+    for name, lines in written.items():
+        assert lines == expected.get(name, 0 if name == "without" else invocations), (name, lines)
+    times = interleaved_medians(runs)
+    base = times["without"]
+    costs = ", ".join(f"{name} {100 * (times[name] / base - 1):+.2f}%" for name in runs if name != "without")
+    return [
+        f"(d) gates, {steps * 4} arithmetic instructions an invocation, {power(invocations)} invocations, a "
+        f"printf every invocation reaches, against the kernel without it ({base:.4f} ms): {costs}"
+    ]
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from ...codegen.emit import compile_object
 from ...ir.diagnostics import LoweringError
 from ...pipeline import lower_sources
 from . import EXIT_OK, warn, write_output
-from .lower_command import read_sources, report
+from .lower_command import printf_options, read_sources, report
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
             dialect=args.format_dialect,
             instrument=args.instrument,
             races=args.races,
+            **printf_options(args),
         )
     except LoweringError as failure:
         return report(failure)

@@ -187,7 +187,9 @@ def _decode(
         return status
     for message in warnings:
         warn(message)
-    write_text(printf)
+    write_text(printf, verbose=args.verbose)
+    if args.verbose and any(group.format.entry.site is None for group in printf.groups):
+        warn("--verbose: the entries of an ELF compiled without --verbose carry no call site: not prefixed")
     report_printf(printf)
     if aborts is not None:
         report_aborts(aborts)
@@ -225,9 +227,10 @@ def report_races(races: Sequence[RaceReport]) -> None:
         error(race.line())
 
 
-def write_text(printf: PrintfDecoding) -> None:
-    """The output to stdout, byte for byte what C's printf writes, rendered by every CPU when large."""
-    chunks = printf.output_chunks(processes=os.cpu_count() or 1)
+def write_text(printf: PrintfDecoding, verbose: bool = False) -> None:
+    """The output to stdout, byte for byte what C's printf writes (with `verbose`, each line of an entry
+    with a call site after its site and invocation), rendered by every CPU when large."""
+    chunks = printf.output_chunks(processes=os.cpu_count() or 1, verbose=verbose)
     try:
         for chunk in chunks:
             write_stdout(chunk)

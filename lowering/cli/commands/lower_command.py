@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import Any
 
 from ...ir.diagnostics import LoweringError
 from ...lowered_module import Source
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
             dialect=args.format_dialect,
             instrument=args.instrument,
             races=args.races,
+            **printf_options(args),
         )
     except LoweringError as failure:
         return report(failure)
@@ -34,6 +36,15 @@ def run(args: argparse.Namespace) -> int:
         warn(message)
     write_output(args.output, lowered.ir)
     return EXIT_OK
+
+
+def printf_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The printf options of the command line (issue 23), as `lower_sources` takes them."""
+    return {
+        "verbose": args.verbose,
+        "only_invocations": args.only_invocations,
+        "max_lines_per_site": args.max_lines_per_site,
+    }
 
 
 def read_sources(paths: Sequence[str]) -> list[Source]:

@@ -16,15 +16,16 @@ import sys
 from . import warn
 from .decode_command import report_aborts, report_printf
 from .profile_output import write_profile
-from .run_command import EXIT_STATUS, STDIN, report_device, run_input
+from .run_command import EXIT_STATUS, STDIN, report_device, report_dropped_lines, run_input
 
 
 def run(args: argparse.Namespace) -> int:
     result = run_input(args, validate=False, instrument=True, races=False)
     for message in result.lowering_warnings:
         warn(message)
-    sys.stderr.write(result.text())
+    sys.stderr.write("".join(result.printf.text_chunks(verbose=args.verbose)))
     report_printf(result.printf)
+    report_dropped_lines(result)
     report_aborts(result.abort)
     for message in result.guard_issues:
         warn(message)

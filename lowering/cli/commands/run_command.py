@@ -48,6 +48,7 @@ from .decode_command import (
     write_json,
     write_text,
 )
+from .lower_command import printf_options
 
 STDIN = "-"
 INSTRUMENTATION_DUMP = "instrumentation.bin"  # beside the data buffers, for `dprintf decode`
@@ -80,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         for message in result.lowering_warnings:
             warn(message)
-        write_text(result.printf)
+        write_text(result.printf, verbose=args.verbose)
         report_printf(result.printf)
+        report_dropped_lines(result)
         report_aborts(result.abort)
         if result.validation_table is not None:
             report_validation(result.validation or (), result.printf, result.validation_table)
@@ -117,6 +119,7 @@ def run_input(
         instrument=instrument,
         races=races,
         initialised=[given for _, given in buffers],
+        **printf_options(args),
     )
 
 
@@ -139,6 +142,12 @@ def dump_buffers(directory: str, buffers: Sequence[Image]) -> None:
         raise InputError(f"cannot make {directory}: {failure.strerror or failure}") from None
     for number, data in enumerate(buffers):
         write_output(os.path.join(directory, f"buffer{number}.bin"), bytes(data))
+
+
+def report_dropped_lines(result: RunResult) -> None:
+    """A warning a site that passed `--max-lines-per-site`, with the lines it dropped."""
+    for dropped in result.dropped_lines:
+        warn(dropped.line(result.line_limit or 0))
 
 
 def report_device(result: RunResult) -> None:
@@ -167,4 +176,15 @@ def run_summary(result: RunResult, status: int) -> dict[str, Any]:
         "seconds": result.status.seconds,
         "output": result.status.detail,
     }
+    if result.line_limit is not None:
+        report["dropped_lines"] = [
+            {
+                "function": dropped.site.function,
+                "call": dropped.site.call,
+                "source": dropped.site.source,
+                "tried": dropped.tried,
+                "dropped": dropped.dropped,
+            }
+            for dropped in result.dropped_lines
+        ]
     return report

@@ -1,0 +1,139 @@
+"""LLPC's own lit inputs on amdpal (SPEC section 9), in their shapes, written here: `basic.lgc` (a
+`spir_func` shader with the printf buffer's node in `!lgc.user.data.nodes` but no `%userdataN` or
+`%spillTable` parameters, and a printf without a buffer operand) and `CsLowerDebugPrintf.lgc` (a
+`dllexport spir_func` compute entry of LGC's, a printf with its buffer operand and one argument more
+than its format string converts). Both lower and compile unmodified: the buffer of a function that takes
+no user data comes from the runtime's `@lgc.debug.printf.buffer`, a buffer resource in the constant
+address space, and the table keeps the node's `.user_data_offset`."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from dprintf_cli import dprintf
+
+from lowering.codegen.emit import compile_assembly
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
+from metadata.elf_notes import read_table
+
+# basic.lgc's shape: its string has no NUL; the node is in a table at user data dword 0 (or a root
+# descriptor at dwords 2..5), LLPC's internal set -16, binding 6.
+BASIC = (
+    '@str = private unnamed_addr constant [8 x i8] c"Test: %u", align 1\n\n'
+    "define spir_func void @simple() !lgc.shaderstage !0 {\n"
+    "  call void (...) @lgc.debug.printf(ptr nonnull @str, i32 42)\n"
+    "  ret void\n}\n\n"
+    "declare void @lgc.debug.printf(...)\n\n"
+    "!0 = !{i32 7}\n"
+)
+NODES = {
+    "table": (
+        "!lgc.user.data.nodes = !{!4, !5}\n"
+        '!4 = !{!"DescriptorTableVaPtr", i32 7, i32 0, i32 0, i32 1, i32 1}\n'
+        '!5 = !{!"DescriptorBuffer", i32 6, i32 0, i32 0, i32 4, i32 -16, i32 6, i32 4}\n',
+        0,
+    ),
+    "root": (
+        "!lgc.user.data.nodes = !{!4}\n"
+        '!4 = !{!"DescriptorMutable", i32 6, i32 0, i32 2, i32 4, i32 -16, i32 6, i32 4}\n',
+        2,
+    ),
+}
+# CsLowerDebugPrintf.lgc's shape: LGC's built-in calls, the buffer from a descriptor, an extra i64.
+CS = """target triple = "amdgcn--amdpal"
+
+@str.1 = internal addrspace(4) constant [10 x i8] c"Output:%d\\0A"
+
+define dllexport spir_func void @lgc.shader.CS.main() local_unnamed_addr #0 !lgc.shaderstage !8 {
+.entry:
+  %0 = call <3 x i32> @lgc.shader.input.LocalInvocationId(i32 47) #1
+  %1 = extractelement <3 x i32> %0, i64 0
+  %2 = call ptr addrspace(4) @lgc.descriptor.table.addr(i32 6, i32 6, i32 -1, i32 6, i32 -1) #1
+  %3 = load <4 x i32>, ptr addrspace(4) %2, align 16
+  %4 = call ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32> %3)
+  %5 = bitcast <2 x i32> zeroinitializer to i64
+  call void (...) @lgc.debug.printf(ptr addrspace(7) %4, ptr addrspace(4) @str.1, i32 %1, i64 %5)
+  ret void
+}
+
+declare void @lgc.debug.printf(...) #0
+declare <3 x i32> @lgc.shader.input.LocalInvocationId(i32) #1
+declare ptr addrspace(4) @lgc.descriptor.table.addr(i32, i32, i32, i32, i32) #1
+declare ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32>) #1
+
+attributes #0 = { nounwind }
+attributes #1 = { nounwind memory(none) }
+
+!lgc.user.data.nodes = !{!4, !5}
+!4 = !{!"DescriptorTableVaPtr", i32 7, i32 0, i32 1, i32 1}
+!5 = !{!"DescriptorBuffer", i32 6, i32 0, i32 4, i32 -1, i32 6, i32 4}
+!8 = !{i32 7}
+"""
+
+
+@pytest.mark.parametrize("layout", sorted(NODES))
+def test_basic_takes_the_buffer_from_the_runtime_global_and_keeps_the_user_data_offset(layout, tmp_path):
+    nodes, offset = NODES[layout]
+    source, elf = tmp_path / "basic.lgc", tmp_path / "basic.elf"
+    source.write_text(BASIC + nodes)
+    done = dprintf("compile", str(source), "-o", str(elf), "--target", "amdpal")
+    assert (done.returncode, done.stderr) == (0, "")
+    table = read_table(elf.read_bytes())
+    assert [(entry.string, entry.argument_count) for entry in table] == [("Test: %u", 1)]
+    assert table.other_keys == {".user_data_offset": offset}
+    assert dprintf("inspect", str(elf)).stdout.endswith(f"  .user_data_offset: {offset}\n")
+    lowered = lower_sources([Source("basic.lgc", BASIC + nodes)], "amdpal").ir
+    assert "@lgc.debug.printf.buffer = external addrspace(4) global ptr addrspace(8)" in lowered
+    assert "load ptr addrspace(8), ptr addrspace(4) @lgc.debug.printf.buffer, align 16" in lowered
+    assert "userdata" not in lowered and "s.getpc" not in lowered  # no user data read
+
+
+def test_basic_on_gfx1100_loads_the_resource_once_and_adds_through_it():
+    assembly = compile_assembly(lower_sources([Source("basic.lgc", BASIC + NODES["table"][0])], "amdpal"))
+    code = assembly[assembly.index("simple:") : assembly.index("s_setpc_b64")]
+    (resource,) = re.findall(r"s_load_b128 (s\[\d+:\d+\]), s\[\d+:\d+\], 0x0\n", code)
+    assert re.findall(r"buffer_atomic_add_u64 v\[\d+:\d+\], \S+, (s\[\d+:\d+\]), 0", code) == [resource]
+    assert "lgc.debug.printf.buffer@abs32@lo" in code or "lgc.debug.printf.buffer@rel32@lo" in code
+
+
+def test_a_function_with_some_user_data_but_not_the_dword_it_needs_is_still_an_error(tmp_path):
+    source = tmp_path / "basic.lgc"
+    source.write_text(BASIC.replace("@simple()", "@simple(i32 inreg %userdata3)") + NODES["table"][0])
+    done = dprintf("lower", str(source), "--target", "amdpal")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"error: {source}:4: call 1 to @lgc.debug.printf in function @simple: the printf buffer's node "
+        "lgc.user.data.nodes node 2 (DescriptorBuffer, offset 0, 4 dword(s), set 0xfffffff0, binding 6) "
+        "needs user data dword 0, and @simple has no `i32 inreg %userdata0` parameter (nor an "
+        "`i32 inreg %spillTable` to load it from)\n"
+    )
+
+
+def test_basic_runs_on_the_cpu_from_the_same_global():
+    entry = "define void @main(ptr addrspace(7) %buf, i32 %id) {\n  call void @simple()\n  ret void\n}\n"
+    result = run_sources([Source("basic.lgc", BASIC + entry + NODES["table"][0])], invocations=3)
+    assert result.text() == "Test: 42" * 3
+
+
+def test_cs_lower_debug_printf_compiles_with_its_extra_argument_a_warning(tmp_path):
+    source, elf = tmp_path / "CsLowerDebugPrintf.lgc", tmp_path / "cs.elf"
+    source.write_text(CS)
+    done = dprintf("compile", str(source), "-o", str(elf), "--target", "amdpal")
+    assert done.returncode == 0
+    assert done.stderr == (
+        f"warning: {source}:13: call 1 to @lgc.debug.printf in function @lgc.shader.CS.main: 1 argument(s) "
+        "after the 1 conversion(s) of 'Output:%d\\n' are not printed\n"
+    )
+    (entry,) = read_table(elf.read_bytes())
+    assert (entry.string, entry.argument_count, entry.layout) == ("Output:%d\n", 1, entry.layout[:1])
+    lowered = lower_sources([Source("cs.lgc", CS)], "amdpal").ir
+    assert "spir_func" not in lowered and "i64 %5" not in lowered.split("@lgc.shader.CS.main")[1]
+
+
+def test_too_few_arguments_stay_an_error():
+    text = CS.replace(", i32 %1, i64 %5)", ")")
+    with pytest.raises(Exception, match="'Output:%d\\\\n' has 1 conversion\\(s\\) but 0 argument"):
+        lower_sources([Source("cs.lgc", text)], "amdpal")
