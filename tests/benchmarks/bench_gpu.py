@@ -50,7 +50,8 @@ from cupy_kernel import CudaKernel
 
 from lowering.devices.device import EntryPoint
 from lowering.devices.harness import find_entry
-from lowering.devices.nvptx import BLOCK_THREADS, kernel_ptx
+from lowering.devices.nvptx import kernel_ptx
+from lowering.devices.nvptx_worker import BLOCK_THREADS
 from lowering.lowered_module import LoweredModule, Source
 from lowering.pipeline import lower_sources
 from lowering.targets.target import Aggregation, get_target

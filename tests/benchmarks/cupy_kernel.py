@@ -12,7 +12,7 @@ from pathlib import Path
 import cupy
 import numpy as np
 
-from lowering.devices.nvptx import BLOCK_THREADS, KERNEL_NAME
+from lowering.devices.nvptx_worker import BLOCK_THREADS, KERNEL_NAME
 
 
 class CudaKernel:
