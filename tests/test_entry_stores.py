@@ -11,16 +11,21 @@ each variant is checked for the instructions it is made of.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import random
 import re
 import struct
+import sys
+from pathlib import Path
 
+import llvmlite.binding as llvm
 import llvmlite.ir as ir
+import numpy as np
 import pytest
 from dprintf_ir import DECLARATIONS, PRINTF, call, string_global
 
-from lowering.devices.harness import find_entry
+from lowering.devices.harness import find_entry, run_sources
 from lowering.devices.nvptx import kernel_ptx
 from lowering.devices.nvptx_worker import BLOCK_THREADS
 from lowering.lowered_module import Source
@@ -28,6 +33,7 @@ from lowering.passes.entry_stores import MAX_TOGETHER_DWORDS, SCRATCH_WARPS
 from lowering.passes.helpers import PRINTF as PRINTF_KIND
 from lowering.passes.helpers import HelperSet
 from lowering.pipeline import lower_sources
+from lowering.targets.machines import host_target_machine
 from lowering.targets.target import NVPTX_BLOCK_THREADS, Aggregation, EntryStores, get_target
 from metadata.wire import OFFSET_CLAMP_DWORDS, entry_header
 from tests.warp_interpreter import FULL, LANES, Warp, WarpError
@@ -314,3 +320,34 @@ def test_a_cold_printf_is_a_call_of_a_function_that_is_not_inlined():
     assert re.search(r"\.func [^\n]*\(", cold) and "call.uni" in cold
     kernel = cold[cold.index(".entry") :]
     assert "st.global" not in kernel[: kernel.index("}")], "the stores are in the called function"
+
+
+# bench_gpu's references: the three ways of storing the same bytes, run on the cpu.
+
+
+def test_bench_gpus_three_store_patterns_write_what_its_printf_writes():
+    """The kernels (c) times printf against, JIT-compiled for the host and run invocation by invocation:
+    each writes the bytes of the entries the lowered printf writes on the cpu device, in id order."""
+    sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+    import bench_gpu
+
+    invocations = 256
+    result = run_sources([Source("bench.ll", bench_gpu.PRINTF_IR)], invocations=invocations, threads=2)
+    written = np.frombuffer(bytes(result.printf_buffer), dtype="<u4")[4 : 4 + 8 * invocations].reshape(-1, 8)
+    printed = written[np.argsort(written[:, 2])]
+    for pattern in bench_gpu.STORE_PATTERNS:
+        stored = np.zeros(4 + 8 * invocations, dtype="<u4")
+        run_on_host(bench_gpu.stores_ir(pattern), stored, invocations)
+        assert (stored[4:].reshape(-1, 8) == printed).all(), pattern
+
+
+def run_on_host(text: str, buffer: np.ndarray, invocations: int) -> None:
+    """`@main(ptr addrspace(1) %buf, i32 %id)` of `text` for ids 0 .. invocations-1, on the host."""
+    module = llvm.parse_assembly(text)
+    machine = host_target_machine()
+    module.triple, module.data_layout = machine.triple, str(machine.target_data)
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    main = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32)(engine.get_function_address("main"))
+    for id_ in range(invocations):
+        main(buffer.ctypes.data, id_)
