@@ -25,7 +25,6 @@ from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.decoding.buffer_builder import build_buffer
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.formats import C_DIALECT
-from metadata.instrumentation import read_counters
 from metadata.reports.profile import Profile
 from metadata.validation import CombinedLookup, SiteReport, split_decoding
 from metadata.wire import HEADER_BYTES, OFFSET_CLAMP_DWORDS
@@ -377,8 +376,7 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule) -> RunResult:
     (printf_image, abort_image, *data_images), status = ran.images, ran.status
     profile = None
     if lowered.instrumentation is not None:
-        counts = read_counters(data_images.pop()[:-GUARD_BYTES], lowered.instrumentation)
-        profile = Profile(lowered.instrumentation, counts)
+        profile = Profile.from_buffer(lowered.instrumentation, data_images.pop()[:-GUARD_BYTES])
     printf_buffer, printf_guard = printf_image[:-GUARD_BYTES], printf_image[-GUARD_BYTES:]
     abort_buffer, abort_guard = abort_image[:-GUARD_BYTES], abort_image[-GUARD_BYTES:]
     table = lowered.table

@@ -105,7 +105,7 @@ class Target:
     sums_counts_per_warp: bool = False
     counter_slices: int = 1
     counter_copy: CounterCopy | None = None
-    counter_placement: CounterPlacement = CounterPlacement.BLOCKS
+    counter_placement: CounterPlacement = CounterPlacement.EDGES
     entry_stores: EntryStores = EntryStores.LANE
     cold_printf: bool = False
 

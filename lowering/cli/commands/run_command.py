@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         dump_buffers(args.dump_buffers, result.data_buffers)
         if result.profile is not None:
             path = os.path.join(args.dump_buffers, INSTRUMENTATION_DUMP)
-            write_output(path, result.profile.table.buffer(result.profile.counts))
+            write_output(path, result.profile.table.buffer(result.profile.counters))
     status = EXIT_STATUS[result.ending]
     if result.validation and status == EXIT_OK:  # None without --validate
         status = EXIT_VALIDATION_ERRORS
