@@ -21,9 +21,10 @@ from lowering.devices.harness import find_entry, run_lowered, run_sources
 from lowering.devices.nvptx import kernel_ptx
 from lowering.ir.reading import parse_source
 from lowering.lowered_module import Source
+from lowering.passes.counter_flush import CounterFlush
 from lowering.passes.edge_counters import edge_plan
 from lowering.pipeline import lower_sources
-from lowering.targets.machines import optimize, target_machine
+from lowering.targets.machines import module_layout, optimize, target_machine
 from lowering.targets.target import CounterPlacement, get_target
 from metadata.elf_notes import read_document
 from metadata.instrumentation import (
@@ -36,6 +37,7 @@ from metadata.instrumentation import (
 )
 from metadata.reports.arm_instrumentation import arm_values, arm_values_document
 from tests.instrumented_programs import Program
+from tests.warp_interpreter import LANES, Warp
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 GPUS, NO_GPU = gpu_count()
@@ -634,3 +636,44 @@ def test_random_control_flow_counts_every_block_exactly_with_counters_on_edges(s
     result = run_lowered(lowered, invocations=200)
     counted = {label: count for (_, label), count in _counts_by_label(result).items() if count}
     assert counted == dict(flow.counts(200))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_warps_flush_adds_each_count_summed_over_its_active_lanes(seed: int) -> None:
+    """The nvptx flush helper, run by `warp_interpreter` on a warp of random active lanes and counts
+    (small ones summed by one `redux.sync`, counts of 2^27 and more in pieces, counts every lane shares
+    as LLVM's constants): each counter of the multiprocessor's copy gains its lanes' sum, modulo 2^64."""
+    rng = random.Random(seed)
+    target = get_target("nvptx")
+    flush = CounterFlush(target, module_layout("nvptx")[1])
+    counters, blocks = rng.randint(1, 6), 10
+    first = rng.randrange(blocks - counters + 1)
+    function = flush.helpers.get_global(flush.define("flush", first, counters, blocks))
+    sm = rng.randrange(target.counter_slices)
+    pointer, buffer = 0x100, 0x10_0000
+    warp = Warp(
+        globals={flush.buffer_global.name: pointer}, registers={"smid": [sm + 128 * rng.randrange(2)] * LANES}
+    )
+    warp.memory.write(pointer, buffer.to_bytes(8, "little"))
+    mask = rng.randrange(1, 1 << LANES)
+    kinds = [rng.choice(["small", "medium", "wide", "shared", "zero"]) for _ in range(counters)]
+    shared = [rng.randrange(1 << 20) for _ in range(counters)]
+    values = {
+        "small": lambda k: rng.randrange(1 << 27),
+        "medium": lambda k: rng.randrange(1 << 27, 1 << 32),  # 32 lanes' sum needs more than 32 bits
+        "wide": lambda k: rng.randrange(1 << 64),
+        "shared": lambda k: shared[k],
+        "zero": lambda k: 0,
+    }
+    counts = [[values[kind](k) for k, kind in enumerate(kinds)] for _ in range(LANES)]
+    warp.run(function, mask, counts)
+    copy = buffer + 16 + 8 * blocks * sm
+    for k in range(counters):
+        added = int.from_bytes(warp.memory.read(copy + 8 * (first + k), 8), "little")
+        assert added == sum(counts[lane][k] for lane in range(LANES) if mask >> lane & 1) % (1 << 64), kinds[
+            k
+        ]
+    assert set(warp.memory.bytes) <= {
+        *range(pointer, pointer + 8),
+        *range(copy + 8 * first, copy + 8 * (first + counters)),
+    }

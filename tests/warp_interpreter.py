@@ -360,6 +360,22 @@ def _redux_add(mask: int, arguments: list) -> list:
     return results
 
 
+def _vote_any(mask: int, arguments: list) -> list:
+    results: list = [None] * LANES
+    for lane in _lanes(mask):
+        named, _ = arguments[lane]
+        _check_mask("vote.any.sync", mask, named)
+        results[lane] = int(any(arguments[other][1] for other in _lanes(named)))
+    return results
+
+
+def _is_constant(mask: int, arguments: list) -> list:
+    """`llvm.is.constant`: LLVM answers true only for a value it folded to a constant, the same in
+    every lane; here true exactly where the active lanes agree (what the code may then assume)."""
+    values = {arguments[lane][0] for lane in _lanes(mask)}
+    return [int(len(values) == 1) if mask >> lane & 1 else None for lane in range(LANES)]
+
+
 def _trap(*_: object) -> None:
     raise Trap
 
@@ -370,6 +386,8 @@ _WARP_INTRINSICS: dict[str, Callable[[int, list], list]] = {
     "llvm.nvvm.match.any.sync.i64": _match_any,
     "llvm.nvvm.bar.warp.sync": _barrier,
     "llvm.nvvm.redux.sync.add": _redux_add,
+    "llvm.nvvm.vote.any.sync": _vote_any,
+    "llvm.is.constant.i64": _is_constant,
 }
 _LANE_INTRINSICS: dict[str, Callable[..., int | None]] = {
     "llvm.ctpop": lambda value: bin(value).count("1"),
