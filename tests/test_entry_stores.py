@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import random
 import re
 import struct
 import sys
+from collections import Counter
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -25,7 +27,8 @@ import numpy as np
 import pytest
 from dprintf_ir import DECLARATIONS, PRINTF, call, string_global
 
-from lowering.devices.harness import find_entry, run_sources
+from lowering.devices.cuda_driver import gpu_count
+from lowering.devices.harness import Ending, find_entry, run_lowered, run_sources
 from lowering.devices.nvptx import kernel_ptx
 from lowering.devices.nvptx_worker import BLOCK_THREADS
 from lowering.lowered_module import Source
@@ -302,13 +305,19 @@ def test_the_scratch_serves_the_nvptx_devices_thread_blocks():
 
 
 def test_each_variant_is_made_of_its_instructions():
-    lane = variant_ptx()
+    lane = variant_ptx(
+        aggregation=Aggregation.OUTSIDE_ENTRIES, entry_stores=EntryStores.LANE, cold_printf=False
+    )
     assert lane.count("st.global.b32") == 8 and "shfl" not in lane and ".shared" not in lane
-    vector = variant_ptx(entry_stores=EntryStores.VECTOR)
+    vector = variant_ptx(
+        aggregation=Aggregation.OUTSIDE_ENTRIES, entry_stores=EntryStores.VECTOR, cold_printf=False
+    )
     assert vector.count("st.global.v4.b32") == 2
-    shuffled = variant_ptx(aggregation=Aggregation.ALWAYS, entry_stores=EntryStores.SHUFFLE)
+    shuffled = variant_ptx(
+        aggregation=Aggregation.ALWAYS, entry_stores=EntryStores.SHUFFLE, cold_printf=False
+    )
     assert shuffled.count("shfl.sync.idx.b32") == 2 + 8 and ".shared" not in shuffled
-    shared = variant_ptx(aggregation=Aggregation.ALWAYS, entry_stores=EntryStores.SHARED)
+    shared = variant_ptx(aggregation=Aggregation.ALWAYS, entry_stores=EntryStores.SHARED, cold_printf=False)
     assert re.search(r"\.shared \.align 16 \.b8 \S+\[8192\]", shared), "8 warps x 32 entries x 8 dwords"
     assert shared.count("bar.warp.sync") == 2 and shared.count("st.shared.v4.b32") == 2
     assert shared.count("ld.shared.v4.b32") == 2 and shared.count("st.global.v4.b32") == 2
@@ -316,7 +325,9 @@ def test_each_variant_is_made_of_its_instructions():
 
 
 def test_a_cold_printf_is_a_call_of_a_function_that_is_not_inlined():
-    cold = variant_ptx(cold_printf=True)
+    cold = variant_ptx(
+        aggregation=Aggregation.OUTSIDE_ENTRIES, entry_stores=EntryStores.LANE, cold_printf=True
+    )
     assert re.search(r"\.func [^\n]*\(", cold) and "call.uni" in cold
     kernel = cold[cold.index(".entry") :]
     assert "st.global" not in kernel[: kernel.index("}")], "the stores are in the called function"
@@ -351,3 +362,123 @@ def run_on_host(text: str, buffer: np.ndarray, invocations: int) -> None:
     main = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32)(engine.get_function_address("main"))
     for id_ in range(invocations):
         main(buffer.ctypes.data, id_)
+
+
+# On the GPU: every variant, end to end.
+
+GPUS, NO_GPU = gpu_count()
+gpu = pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU: {NO_GPU}")
+GPU_VARIANTS = {
+    "lane": {
+        "aggregation": Aggregation.OUTSIDE_ENTRIES,
+        "entry_stores": EntryStores.LANE,
+        "cold_printf": False,
+    },
+    "vector": {
+        "aggregation": Aggregation.OUTSIDE_ENTRIES,
+        "entry_stores": EntryStores.VECTOR,
+        "cold_printf": False,
+    },
+    "shuffle": {"aggregation": Aggregation.ALWAYS, "entry_stores": EntryStores.SHUFFLE, "cold_printf": False},
+    "shared": {"aggregation": Aggregation.ALWAYS, "entry_stores": EntryStores.SHARED, "cold_printf": False},
+    "shuffle-cold": {
+        "aggregation": Aggregation.ALWAYS,
+        "entry_stores": EntryStores.SHUFFLE,
+        "cold_printf": True,
+    },
+    "shared-cold": {
+        "aggregation": Aggregation.ALWAYS,
+        "entry_stores": EntryStores.SHARED,
+        "cold_printf": True,
+    },
+}
+
+
+def mixed_program() -> str:
+    """Every invocation prints 7 dwords (full warps: together), a third of them 5 more under a branch
+    (partial warps: alone), and a function that is not inlined prints twice, 3 and 18 dwords."""
+    strings = "".join(
+        string_global(name, text)
+        for name, text in (
+            ("a", "a %u %f %f %llx\n"),
+            ("b", "b %u %llu\n"),
+            ("c", "c %u\n"),
+            ("d", "d %u %v8u %v4x %v3u\n"),
+        )
+    )
+    called = (
+        "define internal void @called(ptr addrspace(7) %buf, i32 %n) noinline {\n"
+        + call(PRINTF, "%buf", "c", [("i32", "%n")])
+        + "  %v = insertelement <8 x i32> zeroinitializer, i32 %n, i32 3\n"
+        + "  %w = insertelement <4 x i32> zeroinitializer, i32 %n, i32 3\n"
+        + "  %z = insertelement <3 x i32> zeroinitializer, i32 %n, i32 2\n"
+        + call(
+            PRINTF,
+            "%buf",
+            "d",
+            [("i32", "%n"), ("<8 x i32>", "%v"), ("<4 x i32>", "%w"), ("<3 x i32>", "%z")],
+        )
+        + "  ret void\n}\n"
+    )
+    body = (
+        "  %f = uitofp i32 %id to float\n  %g = fmul float %f, 5.000000e-01\n"
+        "  %wide = zext i32 %id to i64\n  %hash = mul i64 %wide, 2654435761\n"
+        + call(PRINTF, "%buf", "a", [("i32", "%id"), ("float", "%f"), ("float", "%g"), ("i64", "%hash")])
+        + "  %third = urem i32 %id, 3\n  %some = icmp eq i32 %third, 0\n"
+        "  br i1 %some, label %then, label %join\nthen:\n"
+        + call(PRINTF, "%buf", "b", [("i32", "%id"), ("i64", "%hash")])
+        + "  br label %join\njoin:\n  call void @called(ptr addrspace(7) %buf, i32 %id)\n"
+    )
+    return (
+        strings
+        + DECLARATIONS
+        + called
+        + f"define void @main(ptr addrspace(7) %buf, i32 %id) {{\nentry:\n{body}  ret void\n}}\n"
+    )
+
+
+@functools.cache
+def mixed_lines(invocations: int) -> Counter:
+    expected: Counter = Counter()
+    for n in range(invocations):
+        hashed = n * 2654435761 % (1 << 64)
+        expected[f"a {n} {float(n):f} {n / 2:f} {hashed:x}\n"] += 1
+        if n % 3 == 0:
+            expected[f"b {n} {hashed}\n"] += 1
+        expected[f"c {n}\n"] += 1
+        expected[f"d {n} 0, 0, 0, {n}, 0, 0, 0, 0 0, 0, 0, {n:x} 0, 0, {n}\n"] += 1
+    return expected
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", list(GPU_VARIANTS))
+def test_every_entry_store_variant_prints_exactly_on_the_gpu(variant):
+    """2^18 + 7 invocations (a partial warp at the end): every line once, nothing dropped; then a
+    buffer of a third the room: only whole entries, and the bufferOffset counting every dword."""
+    invocations = (1 << 18) + 7
+    target = dataclasses.replace(get_target("nvptx"), **GPU_VARIANTS[variant])
+    lowered = lower_sources([Source("mixed.ll", mixed_program())], target)
+    result = run_lowered(lowered, invocations=invocations, device="nvptx", buffer_size=40 << 20)
+    assert result.ending is Ending.COMPLETED and result.issues == [] and result.printf.dropped_dwords == 0
+    expected = mixed_lines(invocations)
+    assert Counter(result.text().splitlines(keepends=True)) == expected
+    total = result.printf.buffer_offset
+    small = run_lowered(lowered, invocations=invocations, device="nvptx", buffer_size=16 + 4 * (total // 3))
+    assert small.ending is Ending.COMPLETED and small.issues == []
+    assert small.printf.buffer_offset == total and small.printf.dropped_dwords > 0
+    printed = Counter(small.text().splitlines(keepends=True))
+    assert not printed - expected
+    # entries are kept while they fit: the dwords kept fall short of the room by less than an entry
+    kept = sum(MIXED_DWORDS[line[0]] for line in printed.elements())
+    assert total // 3 - max(MIXED_DWORDS.values()) < kept <= total // 3
+
+
+MIXED_DWORDS = {"a": 7, "b": 5, "c": 3, "d": 18}  # mixed_program's entries, by their first letter
+
+
+def test_the_mixed_program_prints_its_lines_on_the_cpu():
+    """The GPU test's program and oracle, checked where they run everywhere."""
+    result = run_sources([Source("mixed.ll", mixed_program())], invocations=100, threads=2)
+    assert Counter(result.text().splitlines(keepends=True)) == mixed_lines(100)
+    assert result.printf.buffer_offset == sum(MIXED_DWORDS[line[0]] for line in mixed_lines(100).elements())

@@ -6,6 +6,7 @@ A GPU runs invocations concurrently, so the order of the entries varies: the che
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -36,6 +37,7 @@ from lowering.ir.model import Module
 from lowering.lowered_module import Source
 from lowering.passes.warp_aggregation import define_warp_aggregated_reserve
 from lowering.pipeline import lower_sources
+from lowering.targets.target import Aggregation, EntryStores, Target, get_target
 from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.layout import ArgType
 from metadata.table import FormatEntry
@@ -61,9 +63,24 @@ def id_program(text: str = "id %u\n", abort_buffer: bool = False) -> str:
     )
 
 
-def lowered_ptx(text: str, entry: str = "main") -> str:
-    lowered = lower_sources([Source("test.ll", text)], target="nvptx")
+def lowered_ptx(text: str, entry: str = "main", target: str | Target = "nvptx") -> str:
+    lowered = lower_sources([Source("test.ll", text)], target=target)
     return kernel_ptx(lowered.ir, find_entry(lowered.ir, entry, lowered.target))
+
+
+# The nvptx target as it was before issue #22: one atomic a lane where ptxas aggregates them, each lane
+# its own stores, printf inlined.
+LANE_STORES = dataclasses.replace(
+    get_target("nvptx"),
+    aggregation=Aggregation.OUTSIDE_ENTRIES,
+    entry_stores=EntryStores.LANE,
+    cold_printf=False,
+)
+
+
+def functions(ptx: str) -> list[str]:
+    """The names of the PTX's functions other than the kernel."""
+    return re.findall(r"\.func (?:\([^)]*\) )?(\S+)\(", ptx)
 
 
 def run_gpu(text: str, **options):
@@ -83,7 +100,8 @@ def test_the_kernel_computes_the_invocation_id_checks_it_and_inlines_the_entry()
     for register in ("%ctaid.x", "%ntid.x", "%tid.x"):
         assert register in ptx
     assert re.search(r"setp\.(ge|lt)\.u32", ptx), "the bounds check on the invocation count"
-    assert ".func" not in ptx, "the entry is inlined into the kernel"
+    assert all(name.startswith("dprintf_$_printf") for name in functions(ptx)), "the entry is inlined"
+    assert ".func" not in lowered_ptx(id_program(), target=LANE_STORES)
     assert ptx.count("atom.global.add.u64") == 1
     assert "st.global" in ptx and "ld.global" in ptx  # the entry, and reserved0 for the capacity check
 
@@ -107,7 +125,9 @@ def test_the_kernel_passes_the_abort_buffer_to_entries_that_take_it(abort_buffer
 
 def test_an_entry_with_any_name_is_called_by_the_kernel():
     text = id_program().replace("@main(", '@"shader.main"(')
-    assert ".func" not in lowered_ptx(text, entry="shader.main")
+    assert all(
+        name.startswith("dprintf_$_printf") for name in functions(lowered_ptx(text, entry="shader.main"))
+    )
 
 
 def test_a_module_defining_the_kernel_name_is_refused():
@@ -139,9 +159,10 @@ def test_the_warp_aggregated_reserve_issues_one_atomic_from_the_leader_lane():
     assert leader_branch >= 0, "only the leader lane reaches the atomic"
 
 
-def test_nvptx_lowering_leaves_an_entry_to_ptxas_and_aggregates_a_called_function_and_aborts_per_lane():
-    """The entry's printfs to its own buffer parameter (the kernel's, once inlined) keep one atomic a
-    lane, which ptxas aggregates; a `noinline` function's reserve together in the IR; aborts per lane."""
+def test_lane_stores_leave_an_entry_to_ptxas_and_aggregate_a_called_function_and_aborts_per_lane():
+    """With `Aggregation.OUTSIDE_ENTRIES`, the entry's printfs to its own buffer parameter (the
+    kernel's, once inlined) keep one atomic a lane, which ptxas aggregates; a `noinline` function's
+    reserve together in the IR; aborts per lane."""
     twice = call(PRINTF, "%b", "fmt", [("i32", "%n")]) + call(PRINTF, "%b", "fmt", [("i32", "%n")])
     called = f"define void @body(ptr addrspace(7) %b, i32 %n) noinline {{\n{twice}  ret void\n}}\n"
     body = (
@@ -152,15 +173,21 @@ def test_nvptx_lowering_leaves_an_entry_to_ptxas_and_aggregates_a_called_functio
         + call(ABORT, "%abort", "fmt", [("i32", "%id")])
         + "  unreachable\nfine:\n"
     )
-    ptx = lowered_ptx(program(body, abort_buffer=True, strings=string_global("fmt", "id %u\n")) + called)
+    text = program(body, abort_buffer=True, strings=string_global("fmt", "id %u\n")) + called
+    ptx = lowered_ptx(text, target=LANE_STORES)
     assert ptx.count("match.any.sync.b64") == 2 and ptx.count("atom.global.add.u64") == 5
+    # As lowered: every printf reserves together in one cold function, called four times (and @body
+    # once); aborts per lane.
+    ptx = lowered_ptx(text)
+    assert ptx.count("match.any.sync.b64") == 1 and ptx.count("atom.global.add.u64") == 2
+    assert functions(ptx) == ["dprintf_$_printf_$_0", "body"] and ptx.count("call.uni") == 5
 
 
 @pytest.mark.skipif(not TOOLKIT, reason="needs ptxas and cuobjdump (the CUDA toolkit)")
 def test_ptxas_aggregates_the_reservation_of_an_entry_printf_to_its_own_buffer():
     """What the lowering leaves to ptxas: one lane of each warp issues the atomic, for the warp's total
     (a vote for the active lanes and their count before it), as the SASS shows."""
-    sass = sass_of(lowered_ptx(id_program()))
+    sass = sass_of(lowered_ptx(id_program(), target=LANE_STORES))
     assert len(re.findall(r"\bATOMG\b", sass)) == 1
     assert re.search(r"\bVOTEU?\.ANY\b", sass) and re.search(r"\bU?POPC\b", sass)
 

@@ -143,7 +143,12 @@ TARGETS: dict[str, Target] = {
             checks_capacity=True,
             pal_metadata=False,
             buffer_address_space=1,
-            aggregation=Aggregation.OUTSIDE_ENTRIES,
+            # Issue #22's choice, pending the H100's figures (bench_gpu.py (c) and (d) print every
+            # variant): lanes reserve in the IR, a full warp writes its region together through
+            # shuffles (no shared memory taken from the kernel), each printf a cold call.
+            aggregation=Aggregation.ALWAYS,
+            entry_stores=EntryStores.SHUFFLE,
+            cold_printf=True,
             sums_counts_per_warp=True,
             counter_slices=128,  # an H100 has 132 multiprocessors
             counter_copy=CounterCopy.MULTIPROCESSOR,
