@@ -22,7 +22,8 @@ One process, one GPU, invocations 2^20 .. 2^24 of one format and arguments
       the same kernel;
   (w) warp aggregation of the reservations: three printf calls per invocation, one under a divergent
       branch, in the entry (inlined into the kernel) and in a function that is not inlined, lowered in
-      every variant: SASS atomics (ptxas + cuobjdump, where installed) and kernel times.
+      every variant, at 2^22 invocations (or fewer): SASS atomics (ptxas + cuobjdump, where installed)
+      and kernel times.
 
 `--parts` picks the comparisons (all by default). `--ptx` needs no GPU: it lowers every kernel in every
 variant and prints the instructions its PTX is made of. Run by hand on a machine with a GPU:
@@ -78,6 +79,7 @@ HASH = 0x9E3779B97F4A7C15
 CUDA_PRINTF_RECORD_BYTES = 256  # measured on an H200: a 2 GiB FIFO kept 8,378,238 of 2^24 lines of FORMAT
 CUDA_PRINTF_FIFO_MARGIN = 1.25
 CUDA_LIMIT_PRINTF_FIFO_SIZE = 0x01
+AGGREGATION_INVOCATIONS = 1 << 22  # (w): 18 kernels' entries decoded, each 2^22 * 2.33 of them
 COMPUTE_STEPS = (64, 96, 128)  # 4 arithmetic instructions a step: 256, 384 and 512 an invocation
 RENDER_PROCESSES = min(16, os.cpu_count() or 1)
 LIBC = ctypes.CDLL(None)
@@ -587,7 +589,7 @@ def main() -> None:
     if "d" in parts:
         lines += [compare_compute(largest, steps) for steps in COMPUTE_STEPS]
     if "w" in parts:
-        lines += compare_aggregation(largest, args.sass_dir)
+        lines += compare_aggregation(min(largest, AGGREGATION_INVOCATIONS), args.sass_dir)
     print("\n".join(lines), flush=True)
     if parts & {"a", "b"}:
         rows = end_to_end(sizes, cuda_printf, launch_lines)
