@@ -221,6 +221,7 @@ def _values_program(cases: list[tuple[str, str, list]]) -> tuple[str, Counter, i
 
 
 @gpu
+@pytest.mark.gpu
 def test_every_scalar_type_prints_as_c_does():
     cases = [
         ("i1", "%d", [0, 1]),
@@ -248,6 +249,7 @@ def test_every_scalar_type_prints_as_c_does():
 
 
 @gpu
+@pytest.mark.gpu
 def test_every_vector_width_prints_its_components_as_c_does():
     cases = [
         ("<2 x i64>", "%v2lld", [(1, -(2**63))]),
@@ -266,6 +268,7 @@ def test_every_vector_width_prints_its_components_as_c_does():
 
 
 @gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize(("sample", "invocations"), [("all_types.ll", 96), ("hello.ll", 5000)])
 def test_samples_print_on_the_gpu_what_they_print_on_the_cpu(sample, invocations):
     source = [Source(sample, (SAMPLES / sample).read_text())]
@@ -277,6 +280,7 @@ def test_samples_print_on_the_gpu_what_they_print_on_the_cpu(sample, invocations
 
 
 @gpu
+@pytest.mark.gpu
 def test_sixteen_million_invocations_lose_and_duplicate_nothing():
     invocations = 1 << 24
     text = program(
@@ -297,6 +301,7 @@ def test_sixteen_million_invocations_lose_and_duplicate_nothing():
 
 
 @gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("spare", [0, 1, 2])
 def test_overflow_keeps_exactly_as_many_entries_as_fit(spare):
     fits, calls = 7, 20
@@ -312,6 +317,7 @@ def test_overflow_keeps_exactly_as_many_entries_as_fit(spare):
 
 
 @gpu
+@pytest.mark.gpu
 def test_a_million_invocations_overflowing_a_small_buffer_write_only_whole_entries():
     invocations, fits = 1 << 20, 1000
     entry = entry_dwords(ID_LAYOUT)
@@ -323,6 +329,7 @@ def test_a_million_invocations_overflowing_a_small_buffer_write_only_whole_entri
 
 
 @gpu
+@pytest.mark.gpu
 def test_a_buffer_with_no_room_writes_nothing():
     result = run_gpu(id_program(), invocations=100, buffer_size=HEADER_BYTES)
     assert len(result.printf.entries) == 0 and result.printf.dropped_dwords == 100 * entry_dwords(ID_LAYOUT)
@@ -330,6 +337,7 @@ def test_a_buffer_with_no_room_writes_nothing():
 
 
 @gpu
+@pytest.mark.gpu
 def test_an_abort_loses_the_device_and_keeps_its_message_and_the_output_before_it():
     body = (
         call(PRINTF, "%buf", "before", [("i32", "%id")])
@@ -347,6 +355,7 @@ def test_an_abort_loses_the_device_and_keeps_its_message_and_the_output_before_i
 
 
 @gpu
+@pytest.mark.gpu
 def test_aborts_among_many_invocations_are_reported_and_output_is_whole():
     sample = (SAMPLES / "abort.ll").read_text()
     result = run_ir(sample, device="nvptx", invocations=4096)
@@ -362,6 +371,7 @@ def test_aborts_among_many_invocations_are_reported_and_output_is_whole():
 
 
 @gpu
+@pytest.mark.gpu
 def test_a_crash_on_the_gpu_is_reported_and_the_harness_survives_it():
     crash = "  %crash = icmp eq i32 %id, 2\n  br i1 %crash, label %fault, label %print\nfault:\n"
     crash += "  store volatile i32 1, ptr null\n  br label %print\nprint:\n"
@@ -377,6 +387,7 @@ def test_a_crash_on_the_gpu_is_reported_and_the_harness_survives_it():
 
 
 @gpu
+@pytest.mark.gpu
 def test_a_hung_kernel_is_stopped_at_the_timeout():
     spin = "  %hang = icmp eq i32 %id, 1\n  br i1 %hang, label %spin, label %print\n"
     spin += "spin:\n  %seen = load volatile i32, ptr addrspace(7) %buf\n  br label %spin\nprint:\n"
@@ -389,6 +400,7 @@ def test_a_hung_kernel_is_stopped_at_the_timeout():
 
 
 @gpu
+@pytest.mark.gpu
 def test_divergent_and_repeated_calls_in_a_called_function_lose_nothing():
     """The reservations ptxas does not aggregate (a function that is not inlined, several calls, some
     under a branch) and lanes of one warp printing to different buffers."""
@@ -428,6 +440,7 @@ def test_divergent_and_repeated_calls_in_a_called_function_lose_nothing():
 
 
 @gpu
+@pytest.mark.gpu
 def test_dprintf_run_on_the_gpu():
     command = [sys.executable, "-m", "lowering.cli", "run", "--device", "nvptx"]
     done = subprocess.run(
