@@ -682,8 +682,9 @@ def test_a_warps_flush_adds_each_count_summed_over_its_active_lanes(seed: int) -
 def test_printf_counted_on_nvptx_is_inlined_so_its_blocks_are_charged_to_the_lines_that_call_it() -> None:
     """nvptx makes printf a cold call, whose function has no source lines; counting blocks inlines it."""
     source = Source("profile.ll", (SAMPLES / "profile.ll").read_text())
-    assert "define internal void @dprintf.printf" in lower_sources([source], "nvptx").ir
-    lowered = lower_sources([source], "nvptx", instrument=True)
+    cold = dataclasses.replace(get_target("nvptx"), cold_printf=True)
+    assert "define internal void @dprintf.printf" in lower_sources([source], cold).ir
+    lowered = lower_sources([source], cold, instrument=True)
     assert "@dprintf.printf" not in lowered.ir
     write = next(block for block in lowered.instrumentation.blocks if block.block.startswith("write"))
     assert write.function == "main" and write.source == "profile.c:15"

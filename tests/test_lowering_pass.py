@@ -220,7 +220,8 @@ def test_nvptx_lowering_moves_the_buffer_to_global_memory_and_aggregates_where_p
     assert "addrspace(7)" not in lowered.ir
     assert "define void @entry(ptr addrspace(1) %buf)" in lowered.ir
     assert 'target triple = "nvptx64-nvidia-cuda"' in lowered.ir
-    # As lowered (Aggregation.ALWAYS): the printf's lanes reserve together in the IR; abort: per lane.
+    # With Aggregation.ALWAYS: the printf's lanes reserve together in the IR; abort: per lane.
+    lowered = lower_sources(sources, dataclasses.replace(get_target("nvptx"), aggregation=Aggregation.ALWAYS))
     assert "@llvm.nvvm.match.any.sync.i64" in lowered.ir
     assert re.search(r"atomicrmw add ptr addrspace\(1\) %buf, i64 6 monotonic", lowered.ir)
     # With Aggregation.OUTSIDE_ENTRIES (and printf inlined), an entry's printf to its own buffer
