@@ -17,7 +17,10 @@ so the lanes first exchange their dwords.
   mod S`); shuffle `q` then moves slot `q`, lane `j` reading from lane `(32 k + j) // S` for the `k`
   with `t = x mod g`, `k = ((x - t) / g * a^-1 mod s) + s t`, `x = (q - j) mod S`; lane `j` rotates what
   it received by `j mod S` and takes store `k` from slot `(32 (k mod s) + k // s) mod S`. Each lane
-  sends and receives one dword per shuffle (the derivation is in the test's oracle).
+  sends and receives one dword per shuffle: the dwords of lanes `e` whose entries share a store's
+  slot differ by multiples of `a` lanes, which the first rotation spreads over `g` slots. The rotations
+  are barrel shifters of selects (no register is indexed). `tests/test_entry_stores.py` runs the IR on
+  a warp interpreter for entries of 2 to 34 dwords against a `struct` oracle.
 
 Both only where the warp's region is whole: all 32 lanes at the call, one buffer, and the region within
 the capacity and below the clamp, so every entry is written where it would be alone
