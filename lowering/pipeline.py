@@ -19,6 +19,7 @@ the table, the helpers, the problems. No pass calls another; the order lives her
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -111,7 +112,7 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
         validation.run(context)
     if options.races:
         races.run(context)  # after validation: a checked access is recorded only when it passes
-    helpers = context.helpers.module(options.target)
+    helpers = context.helpers.module(_helpers_target(options))
     if context.user_data is not None:
         context.user_data.define(helpers)
     context.module.add_ir(helpers)
@@ -134,6 +135,15 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
         context.races,
         context.line_limit,
     )
+
+
+def _helpers_target(options: Options) -> Target:
+    """The target the helpers are defined for: the options', but with printf inlined when counting
+    blocks, so that printf's blocks are counted, and charged, at the lines that call it (a cold
+    printf's function has no source lines)."""
+    if options.instrument and options.target.cold_printf:
+        return dataclasses.replace(options.target, cold_printf=False)
+    return options.target
 
 
 @contextlib.contextmanager

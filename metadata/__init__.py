@@ -53,6 +53,7 @@ _EXPORTS = {
     "LineCost": "instrumentation",
     "Metric": "instrumentation",
     "read_counters": "instrumentation",
+    "read_counter_values": "instrumentation",
     "ArgType": "layout",
     "Layout": "layout",
     "FormatRegistry": "linking",

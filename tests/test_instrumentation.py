@@ -7,7 +7,9 @@ pyelftools (`elf_oracles`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -17,22 +19,28 @@ from dprintf_cli import DPRINTF
 from elf_oracles import Reader, each_reader
 
 from lowering.devices.cuda_driver import gpu_count
-from lowering.devices.harness import find_entry, run_sources
+from lowering.devices.harness import find_entry, run_lowered, run_sources
 from lowering.devices.nvptx import kernel_ptx
 from lowering.ir.reading import parse_source
 from lowering.lowered_module import Source
+from lowering.passes.counter_flush import CounterFlush
+from lowering.passes.edge_counters import edge_plan
 from lowering.pipeline import lower_sources
-from lowering.targets.machines import optimize, target_machine
+from lowering.targets.machines import module_layout, optimize, target_machine
+from lowering.targets.target import CounterPlacement, get_target
 from metadata.elf_notes import read_document
 from metadata.instrumentation import (
     INSTRUMENTATION_KEY,
     METRIC_NAMES,
+    BlockInfo,
     InstrumentationError,
     InstrumentationTable,
+    read_counter_values,
     read_counters,
 )
 from metadata.reports.arm_instrumentation import arm_values, arm_values_document
 from tests.instrumented_programs import Program
+from tests.warp_interpreter import LANES, Warp
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 GPUS, NO_GPU = gpu_count()
@@ -51,17 +59,15 @@ def _counts_by_label(result) -> Counter:
     )
 
 
+@pytest.mark.parametrize("placement", list(CounterPlacement), ids=lambda placement: placement.value)
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_generated_shaders_count_every_block_exactly(seed: int, threads: int) -> None:
+def test_generated_shaders_count_every_block_exactly(seed: int, threads: int, placement) -> None:
     program = Program(seed)
     invocations = 97
-    result = run_sources(
-        [Source(f"generated{seed}.ll", program.ir())],
-        invocations=invocations,
-        threads=threads,
-        instrument=True,
-    )
+    target = dataclasses.replace(get_target("cpu"), counter_placement=placement)
+    lowered = lower_sources([Source(f"generated{seed}.ll", program.ir())], target, instrument=True)
+    result = run_lowered(lowered, invocations=invocations, threads=threads)
     assert not result.device_lost, result.loss
     blocks, lines = program.expected(range(invocations))
     counted = _counts_by_label(result)
@@ -401,23 +407,294 @@ def test_nvptx_an_invocation_that_aborts_keeps_its_counts() -> None:
     assert counted[("main", "loop")] >= 4 and counted[("main", "body")] >= 3
 
 
-def test_a_buffer_of_several_slices_sums_them() -> None:
-    """`.slices` copies of the counters (nvptx: one per multiprocessor); a block's count is their sum."""
+@pytest.mark.parametrize("placement", list(CounterPlacement), ids=lambda placement: placement.value)
+def test_a_buffer_of_several_slices_sums_them(placement: CounterPlacement) -> None:
+    """`.slices` copies of the counters (nvptx: one per multiprocessor); a counter is their sum, and a
+    block's count its counter's, or (counters on edges) what its `.count` makes of them."""
+    target = dataclasses.replace(get_target("nvptx"), counter_placement=placement)
     lowered = lower_sources(
-        [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], "nvptx", instrument=True
+        [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], target, instrument=True
     )
     table = lowered.instrumentation
-    assert table.slices == 128 and table.buffer_size() == 16 + 8 * len(table.blocks) * 128
-    assert InstrumentationTable.from_document(table.to_document()) == table
-    blocks = len(table.blocks)
-    copies = [(slice_ * 1000 + block) for slice_ in range(table.slices) for block in range(blocks)]
-    data = table.initial_buffer()[:16] + b"".join(count.to_bytes(8, "little") for count in copies)
-    assert read_counters(data, table) == tuple(
-        sum(slice_ * 1000 + block for slice_ in range(table.slices)) for block in range(blocks)
+    counters = table.counter_count
+    assert (
+        counters == len(table.blocks)
+        if placement is CounterPlacement.BLOCKS
+        else counters < len(table.blocks)
     )
+    assert table.slices == 128 and table.buffer_size() == 16 + 8 * counters * 128
+    assert InstrumentationTable.from_document(table.to_document()) == table
+    copies = [(slice_ * 1000 + counter) for slice_ in range(table.slices) for counter in range(counters)]
+    data = table.initial_buffer()[:16] + b"".join(count.to_bytes(8, "little") for count in copies)
+    summed = tuple(
+        sum(slice_ * 1000 + counter for slice_ in range(table.slices)) for counter in range(counters)
+    )
+    assert read_counter_values(data, table) == summed
+    assert read_counters(data, table) == table.block_counts(summed)
     with pytest.raises(InstrumentationError, match="slices"):
         read_counters(data[:-8], table)
     document = table.to_document()
     document["amdpal.instrumentation"][".slices"] = 0
     with pytest.raises(InstrumentationError, match="0 slices"):
         InstrumentationTable.from_document(document)
+
+
+# Counters on edges (`CounterPlacement.EDGES`): the plan, against walks through random graphs.
+
+
+def _random_graph(rng: random.Random) -> tuple[list[list[int]], list[bool]]:
+    """A function's graph: each block's distinct successors (never the entry), and whether it exits."""
+    blocks = rng.randint(1, 12)
+    successors = [rng.sample(range(1, blocks), min(blocks - 1, rng.randint(0, 3))) for _ in range(blocks)]
+    exits = [not targets or rng.random() < 0.2 for targets in successors]
+    return successors, exits
+
+
+def _walk(successors, exits, rng: random.Random) -> list[tuple[int, int | None]] | None:
+    """The edges of one call (None for leaving), or None for a walk that does not leave in 300 steps."""
+    block, taken = 0, []
+    for _ in range(300):
+        choices = [*successors[block], *([None] if exits[block] else [])]
+        following = rng.choice(choices)
+        taken.append((block, following))
+        if following is None:
+            return taken
+        block = following
+    return None
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_edge_counters_give_every_block_its_count(seed: int) -> None:
+    """Random graphs, random calls through them: each counter adds where the plan places it, and each
+    block's count worked out from the counters equals the times the calls entered it."""
+    rng = random.Random(seed)
+    successors, exits = _random_graph(rng)
+    plan = edge_plan(successors, exits)
+    entered = [0] * len(successors)
+    counters = [0] * len(plan.placements)
+    for _ in range(rng.randint(0, 40)):
+        walk = _walk(successors, exits, rng)
+        if walk is None:
+            continue
+        for block, following in walk:
+            entered[block] += 1
+            for k, placement in enumerate(plan.placements):
+                if placement.block != block:
+                    continue
+                counters[k] += {
+                    "start": 1,
+                    "end": following is not None,
+                    "exits": following is None,
+                    "taken": following == placement.successor,
+                }[placement.at]
+    table = InstrumentationTable(
+        tuple(_block(index, count) for index, count in enumerate(plan.counts)), counters=len(counters)
+    )
+    assert table.block_counts(counters) == tuple(entered)
+    edges = sum(map(len, successors)) + sum(exits) + 1  # and the entry's, from the virtual node
+    assert len(counters) == edges - (len(successors) + 1) + _parts(successors, exits), "one a cycle"
+
+
+def _parts(successors: list[list[int]], exits: list[bool]) -> int:
+    """The connected parts of the graph of the blocks and the virtual node (the last), undirected."""
+    virtual = len(successors)
+    neighbours: dict[int, set[int]] = {node: set() for node in range(virtual + 1)}
+    pairs = [(virtual, 0), *((b, t) for b, targets in enumerate(successors) for t in targets)]
+    pairs += [(b, virtual) for b, leaves in enumerate(exits) if leaves]
+    for first, second in pairs:
+        neighbours[first].add(second)
+        neighbours[second].add(first)
+    seen: set[int] = set()
+    parts = 0
+    for node in neighbours:
+        if node not in seen:
+            parts += 1
+            work = [node]
+            while work:
+                found = work.pop()
+                if found not in seen:
+                    seen.add(found)
+                    work += neighbours[found]
+    return parts
+
+
+def _block(index: int, count) -> BlockInfo:
+    return BlockInfo(index, "f", f"b{index}", None, None, None, (1,) * len(METRIC_NAMES), (), count)
+
+
+def test_a_table_of_counters_on_edges_round_trips_and_refuses_counts_it_cannot_make() -> None:
+    target = dataclasses.replace(get_target("cpu"), counter_placement=CounterPlacement.EDGES)
+    source = Source("profile.ll", (SAMPLES / "profile.ll").read_text())
+    table = lower_sources([source], target, instrument=True).instrumentation
+    document = table.to_document()
+    found = document["amdpal.instrumentation"]
+    assert found[".counters"] == table.counters < len(table.blocks)
+    assert all(set(block[".count"]) == {".add", ".subtract"} for block in found[".blocks"])
+    assert InstrumentationTable.from_document(document) == table
+    missing = json.loads(json.dumps(document))
+    del missing["amdpal.instrumentation"][".blocks"][1][".count"]
+    with pytest.raises(InstrumentationError, match="block 1 has no .count"):
+        InstrumentationTable.from_document(missing)
+    outside = json.loads(json.dumps(document))
+    outside["amdpal.instrumentation"][".blocks"][2][".count"][".add"] = [table.counters]
+    with pytest.raises(InstrumentationError, match="block 2 counts with a counter outside"):
+        InstrumentationTable.from_document(outside)
+    by_block = json.loads(json.dumps(document))
+    del by_block["amdpal.instrumentation"][".counters"]
+    with pytest.raises(InstrumentationError, match="has a .count, but the table has no .counters"):
+        InstrumentationTable.from_document(by_block)
+
+
+def test_a_count_below_zero_from_flushes_an_abort_cut_short_reads_as_zero() -> None:
+    blocks = (_block(0, ((0,), (1,))), _block(1, ((1,), ())))
+    table = InstrumentationTable(blocks, counters=2)
+    assert table.block_counts([5, 7]) == (0, 7)
+    assert table.block_counts([7, 5]) == (2, 5)
+    assert read_counters(table.buffer([7, 5]), table) == (2, 5)
+
+
+class _RandomFlow:
+    """A function of random control flow, and an interpreter of it: blocks `b0 .. b{n-1}` that each
+    step a generator of the invocation, spend fuel and branch on the result (`switch`es whose default
+    leaves or goes to a block, several cases to one block; `br i1` between two blocks), and `exit`. Its
+    edges include the critical ones that counters count by a branch's condition."""
+
+    def __init__(self, seed: int) -> None:
+        rng = random.Random(seed)
+        self.blocks = rng.randint(2, 9)
+        self.kinds: list[tuple[str, list[int | None]]] = []
+        for block in range(self.blocks):
+            kind = "switch" if block == self.blocks - 1 else rng.choice(["switch", "default", "branch"])
+            if kind == "branch":
+                later = [*range(block + 1, self.blocks), None]
+                targets = [rng.randrange(1, self.blocks), rng.choice(later)]
+            else:
+                targets = [
+                    rng.randrange(1, self.blocks)
+                    for _ in range(rng.randint(2 if kind == "default" else 1, 3))
+                ]
+            self.kinds.append((kind, targets))
+
+    def ir(self) -> str:
+        code = [
+            "define void @main(ptr addrspace(7) %printf_buffer, i32 %id) {",
+            "b0:",
+            "  %state = alloca i32\n  %fuel = alloca i32",
+            "  %seed = mul i32 %id, -1640531535\n  store i32 %seed, ptr %state\n  store i32 12, ptr %fuel",
+        ]
+        for block, (kind, targets) in enumerate(self.kinds):
+            if block:
+                code.append(f"b{block}:")
+            n = f".{block}"
+            code.append(
+                f"  %s{n} = load i32, ptr %state\n  %s1{n} = mul i32 %s{n}, 1664525\n"
+                f"  %s2{n} = add i32 %s1{n}, 1013904223\n  store i32 %s2{n}, ptr %state\n"
+                f"  %f{n} = load i32, ptr %fuel\n  %f1{n} = sub i32 %f{n}, 1\n  store i32 %f1{n}, ptr %fuel\n"
+                f"  %h{n} = lshr i32 %s2{n}, 16\n  %empty{n} = icmp sle i32 %f1{n}, 0"
+            )
+            label = [f"%b{target}" if target is not None else "%exit" for target in targets]
+            if kind == "switch":
+                cases = " ".join(f"i32 {k}, label {label[k]}" for k in range(len(targets)))
+                code.append(
+                    f"  %m{n} = urem i32 %h{n}, {len(targets) + 1}\n"
+                    f"  %c{n} = select i1 %empty{n}, i32 {len(targets)}, i32 %m{n}\n"
+                    f"  switch i32 %c{n}, label %exit [ {cases} ]"
+                )
+            elif kind == "default":
+                cases = " ".join(f"i32 {k}, label {label[k]}" for k in range(1, len(targets)))
+                code.append(
+                    f"  %m{n} = urem i32 %h{n}, {len(targets)}\n"
+                    f"  %c{n} = select i1 %empty{n}, i32 99, i32 %m{n}\n"
+                    f"  switch i32 %c{n}, label {label[0]} [ {cases} i32 99, label %exit ]"
+                )
+            else:
+                code.append(
+                    f"  %bit{n} = and i32 %h{n}, 1\n  %odd{n} = icmp ne i32 %bit{n}, 0\n"
+                    f"  %go{n} = select i1 %empty{n}, i1 false, i1 %odd{n}\n"
+                    f"  br i1 %go{n}, label {label[0]}, label {label[1]}"
+                )
+        return "\n".join([*code, "exit:\n  ret void\n}\n"])
+
+    def counts(self, invocations: int) -> Counter:
+        entered: Counter = Counter()
+        for id_ in range(invocations):
+            state, fuel, block = (id_ * 2654435761) % (1 << 32), 12, 0
+            while block is not None:
+                entered[f"b{block}"] += 1
+                state = (state * 1664525 + 1013904223) % (1 << 32)
+                fuel -= 1
+                high, empty = state >> 16, fuel <= 0
+                kind, targets = self.kinds[block]
+                if kind == "switch":
+                    choice = len(targets) if empty else high % (len(targets) + 1)
+                    block = targets[choice] if choice < len(targets) else None
+                elif kind == "default":
+                    block = None if empty else targets[high % len(targets)]
+                else:
+                    block = targets[0] if not empty and high & 1 else targets[1]
+            entered["exit"] += 1
+        return entered
+
+
+@pytest.mark.parametrize("seed", [*range(16), 41, 50])  # 41 and 50 count an edge `br i1` takes when true
+def test_random_control_flow_counts_every_block_exactly_with_counters_on_edges(seed: int) -> None:
+    """Counters on edges, every kind of place included (a switch's case and default, a branch's either
+    side), against the interpreter."""
+    flow = _RandomFlow(seed)
+    target = dataclasses.replace(get_target("cpu"), counter_placement=CounterPlacement.EDGES)
+    lowered = lower_sources([Source(f"flow{seed}.ll", flow.ir())], target, instrument=True)
+    result = run_lowered(lowered, invocations=200)
+    counted = {label: count for (_, label), count in _counts_by_label(result).items() if count}
+    assert counted == dict(flow.counts(200))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_warps_flush_adds_each_count_summed_over_its_active_lanes(seed: int) -> None:
+    """The nvptx flush helper, run by `warp_interpreter` on a warp of random active lanes and counts
+    (small ones summed by one `redux.sync`, counts of 2^27 and more in pieces, counts every lane shares
+    as LLVM's constants): each counter of the multiprocessor's copy gains its lanes' sum, modulo 2^64."""
+    rng = random.Random(seed)
+    target = get_target("nvptx")
+    flush = CounterFlush(target, module_layout("nvptx")[1])
+    counters, blocks = rng.randint(1, 6), 10
+    first = rng.randrange(blocks - counters + 1)
+    function = flush.helpers.get_global(flush.define("flush", first, counters, blocks))
+    sm = rng.randrange(target.counter_slices)
+    pointer, buffer = 0x100, 0x10_0000
+    warp = Warp(
+        globals={flush.buffer_global.name: pointer}, registers={"smid": [sm + 128 * rng.randrange(2)] * LANES}
+    )
+    warp.memory.write(pointer, buffer.to_bytes(8, "little"))
+    mask = rng.randrange(1, 1 << LANES)
+    kinds = [rng.choice(["small", "medium", "wide", "shared", "zero"]) for _ in range(counters)]
+    shared = [rng.randrange(1 << 20) for _ in range(counters)]
+    values = {
+        "small": lambda k: rng.randrange(1 << 27),
+        "medium": lambda k: rng.randrange(1 << 27, 1 << 32),  # 32 lanes' sum needs more than 32 bits
+        "wide": lambda k: rng.randrange(1 << 64),
+        "shared": lambda k: shared[k],
+        "zero": lambda k: 0,
+    }
+    counts = [[values[kind](k) for k, kind in enumerate(kinds)] for _ in range(LANES)]
+    warp.run(function, mask, counts)
+    copy = buffer + 16 + 8 * blocks * sm
+    for k in range(counters):
+        added = int.from_bytes(warp.memory.read(copy + 8 * (first + k), 8), "little")
+        assert added == sum(counts[lane][k] for lane in range(LANES) if mask >> lane & 1) % (1 << 64), kinds[
+            k
+        ]
+    assert set(warp.memory.bytes) <= {
+        *range(pointer, pointer + 8),
+        *range(copy + 8 * first, copy + 8 * (first + counters)),
+    }
+
+
+def test_printf_counted_on_nvptx_is_inlined_so_its_blocks_are_charged_to_the_lines_that_call_it() -> None:
+    """nvptx makes printf a cold call, whose function has no source lines; counting blocks inlines it."""
+    source = Source("profile.ll", (SAMPLES / "profile.ll").read_text())
+    cold = dataclasses.replace(get_target("nvptx"), cold_printf=True)
+    assert "define internal void @dprintf.printf" in lower_sources([source], cold).ir
+    lowered = lower_sources([source], cold, instrument=True)
+    assert "@dprintf.printf" not in lowered.ir
+    write = next(block for block in lowered.instrumentation.blocks if block.block.startswith("write"))
+    assert write.function == "main" and write.source == "profile.c:15"

@@ -5,6 +5,7 @@ targets, and linking several modules into one table."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import re
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from dprintf_ir import ABORT, DECLARATIONS, PRINTF, call, constant, string_globa
 from lowering.lowered_module import LoweredModule, Source
 from lowering.pipeline import lower_sources
 from lowering.targets.machines import host_target_machine
+from lowering.targets.target import Aggregation, get_target
 from metadata.elf_notes import pal_metadata_ir
 from metadata.ids import format_string_id
 from metadata.layout import parse_layout
@@ -212,13 +214,22 @@ def test_amdpal_lowering_has_no_capacity_check():
 
 def test_nvptx_lowering_moves_the_buffer_to_global_memory_and_aggregates_where_ptxas_cannot():
     aborting = module([("fmt", "%d", [("i32", "8")])], callee=ABORT).replace("@entry", "@fail")
-    lowered = lower_sources([Source("a.ll", ONE_I32), Source("b.ll", aborting)], "nvptx")
+    sources = [Source("a.ll", ONE_I32), Source("b.ll", aborting)]
+    lowered = lower_sources(sources, "nvptx")
     assert_lowered(lowered, calls=2)
     assert "addrspace(7)" not in lowered.ir
     assert "define void @entry(ptr addrspace(1) %buf)" in lowered.ir
     assert 'target triple = "nvptx64-nvidia-cuda"' in lowered.ir
-    # An entry's printf to its own buffer parameter: one atomic a lane in the IR, which ptxas aggregates
-    # once the kernel inlines the entry; abort: per lane.
+    # With Aggregation.ALWAYS: the printf's lanes reserve together in the IR; abort: per lane.
+    lowered = lower_sources(sources, dataclasses.replace(get_target("nvptx"), aggregation=Aggregation.ALWAYS))
+    assert "@llvm.nvvm.match.any.sync.i64" in lowered.ir
+    assert re.search(r"atomicrmw add ptr addrspace\(1\) %buf, i64 6 monotonic", lowered.ir)
+    # With Aggregation.OUTSIDE_ENTRIES (and printf inlined), an entry's printf to its own buffer
+    # parameter: one atomic a lane in the IR, which ptxas aggregates once the kernel inlines the entry.
+    target = dataclasses.replace(
+        get_target("nvptx"), aggregation=Aggregation.OUTSIDE_ENTRIES, cold_printf=False
+    )
+    lowered = lower_sources(sources, target)
     assert "@llvm.nvvm.match.any.sync.i64" not in lowered.ir
     assert re.search(r"atomicrmw add ptr addrspace\(1\) %buf, i64 3 monotonic", lowered.ir)
     assert re.search(r"atomicrmw add ptr addrspace\(1\) %buf, i64 6 monotonic", lowered.ir)

@@ -6,6 +6,7 @@ A GPU runs invocations concurrently, so the order of the entries varies: the che
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -36,6 +37,7 @@ from lowering.ir.model import Module
 from lowering.lowered_module import Source
 from lowering.passes.warp_aggregation import define_warp_aggregated_reserve
 from lowering.pipeline import lower_sources
+from lowering.targets.target import Aggregation, EntryStores, Target, get_target
 from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.layout import ArgType
 from metadata.table import FormatEntry
@@ -61,9 +63,39 @@ def id_program(text: str = "id %u\n", abort_buffer: bool = False) -> str:
     )
 
 
-def lowered_ptx(text: str, entry: str = "main") -> str:
-    lowered = lower_sources([Source("test.ll", text)], target="nvptx")
+def lowered_ptx(text: str, entry: str = "main", target: str | Target = "nvptx") -> str:
+    lowered = lower_sources([Source("test.ll", text)], target=target)
     return kernel_ptx(lowered.ir, find_entry(lowered.ir, entry, lowered.target))
+
+
+# The nvptx target as it was before issue #22: one atomic a lane where ptxas aggregates them, each lane
+# its own stores, printf inlined.
+LANE_STORES = dataclasses.replace(
+    get_target("nvptx"),
+    aggregation=Aggregation.OUTSIDE_ENTRIES,
+    entry_stores=EntryStores.LANE,
+    cold_printf=False,
+)
+
+
+COLD_SHUFFLE = dataclasses.replace(
+    get_target("nvptx"), aggregation=Aggregation.ALWAYS, entry_stores=EntryStores.SHUFFLE, cold_printf=True
+)
+
+
+def test_the_nvptx_target_is_issue_22s_choice():
+    """The defaults `bench_gpu.py` compares the other variants with (docs/devices.md#the-variants)."""
+    nvptx = get_target("nvptx")
+    assert (nvptx.aggregation, nvptx.entry_stores, nvptx.cold_printf) == (
+        Aggregation.ALWAYS,
+        EntryStores.SHUFFLE,
+        True,
+    )
+
+
+def functions(ptx: str) -> list[str]:
+    """The names of the PTX's functions other than the kernel."""
+    return re.findall(r"\.func (?:\([^)]*\) )?(\S+)\(", ptx)
 
 
 def run_gpu(text: str, **options):
@@ -83,7 +115,8 @@ def test_the_kernel_computes_the_invocation_id_checks_it_and_inlines_the_entry()
     for register in ("%ctaid.x", "%ntid.x", "%tid.x"):
         assert register in ptx
     assert re.search(r"setp\.(ge|lt)\.u32", ptx), "the bounds check on the invocation count"
-    assert ".func" not in ptx, "the entry is inlined into the kernel"
+    assert all(name.startswith("dprintf_$_printf") for name in functions(ptx)), "the entry is inlined"
+    assert ".func" not in lowered_ptx(id_program(), target=LANE_STORES)
     assert ptx.count("atom.global.add.u64") == 1
     assert "st.global" in ptx and "ld.global" in ptx  # the entry, and reserved0 for the capacity check
 
@@ -107,7 +140,9 @@ def test_the_kernel_passes_the_abort_buffer_to_entries_that_take_it(abort_buffer
 
 def test_an_entry_with_any_name_is_called_by_the_kernel():
     text = id_program().replace("@main(", '@"shader.main"(')
-    assert ".func" not in lowered_ptx(text, entry="shader.main")
+    assert all(
+        name.startswith("dprintf_$_printf") for name in functions(lowered_ptx(text, entry="shader.main"))
+    )
 
 
 def test_a_module_defining_the_kernel_name_is_refused():
@@ -139,9 +174,10 @@ def test_the_warp_aggregated_reserve_issues_one_atomic_from_the_leader_lane():
     assert leader_branch >= 0, "only the leader lane reaches the atomic"
 
 
-def test_nvptx_lowering_leaves_an_entry_to_ptxas_and_aggregates_a_called_function_and_aborts_per_lane():
-    """The entry's printfs to its own buffer parameter (the kernel's, once inlined) keep one atomic a
-    lane, which ptxas aggregates; a `noinline` function's reserve together in the IR; aborts per lane."""
+def test_lane_stores_leave_an_entry_to_ptxas_and_aggregate_a_called_function_and_aborts_per_lane():
+    """With `Aggregation.OUTSIDE_ENTRIES`, the entry's printfs to its own buffer parameter (the
+    kernel's, once inlined) keep one atomic a lane, which ptxas aggregates; a `noinline` function's
+    reserve together in the IR; aborts per lane."""
     twice = call(PRINTF, "%b", "fmt", [("i32", "%n")]) + call(PRINTF, "%b", "fmt", [("i32", "%n")])
     called = f"define void @body(ptr addrspace(7) %b, i32 %n) noinline {{\n{twice}  ret void\n}}\n"
     body = (
@@ -152,15 +188,21 @@ def test_nvptx_lowering_leaves_an_entry_to_ptxas_and_aggregates_a_called_functio
         + call(ABORT, "%abort", "fmt", [("i32", "%id")])
         + "  unreachable\nfine:\n"
     )
-    ptx = lowered_ptx(program(body, abort_buffer=True, strings=string_global("fmt", "id %u\n")) + called)
+    text = program(body, abort_buffer=True, strings=string_global("fmt", "id %u\n")) + called
+    ptx = lowered_ptx(text, target=LANE_STORES)
     assert ptx.count("match.any.sync.b64") == 2 and ptx.count("atom.global.add.u64") == 5
+    # Issue #22's variant: every printf reserves together in one cold function, called four times (and
+    # @body once); aborts per lane.
+    ptx = lowered_ptx(text, target=COLD_SHUFFLE)
+    assert ptx.count("match.any.sync.b64") == 1 and ptx.count("atom.global.add.u64") == 2
+    assert functions(ptx) == ["dprintf_$_printf_$_0", "body"] and ptx.count("call.uni") == 5
 
 
 @pytest.mark.skipif(not TOOLKIT, reason="needs ptxas and cuobjdump (the CUDA toolkit)")
 def test_ptxas_aggregates_the_reservation_of_an_entry_printf_to_its_own_buffer():
     """What the lowering leaves to ptxas: one lane of each warp issues the atomic, for the warp's total
     (a vote for the active lanes and their count before it), as the SASS shows."""
-    sass = sass_of(lowered_ptx(id_program()))
+    sass = sass_of(lowered_ptx(id_program(), target=LANE_STORES))
     assert len(re.findall(r"\bATOMG\b", sass)) == 1
     assert re.search(r"\bVOTEU?\.ANY\b", sass) and re.search(r"\bU?POPC\b", sass)
 
@@ -194,6 +236,7 @@ def _values_program(cases: list[tuple[str, str, list]]) -> tuple[str, Counter, i
 
 
 @gpu
+@pytest.mark.gpu
 def test_every_scalar_type_prints_as_c_does():
     cases = [
         ("i1", "%d", [0, 1]),
@@ -221,6 +264,7 @@ def test_every_scalar_type_prints_as_c_does():
 
 
 @gpu
+@pytest.mark.gpu
 def test_every_vector_width_prints_its_components_as_c_does():
     cases = [
         ("<2 x i64>", "%v2lld", [(1, -(2**63))]),
@@ -239,6 +283,7 @@ def test_every_vector_width_prints_its_components_as_c_does():
 
 
 @gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize(("sample", "invocations"), [("all_types.ll", 96), ("hello.ll", 5000)])
 def test_samples_print_on_the_gpu_what_they_print_on_the_cpu(sample, invocations):
     source = [Source(sample, (SAMPLES / sample).read_text())]
@@ -250,6 +295,7 @@ def test_samples_print_on_the_gpu_what_they_print_on_the_cpu(sample, invocations
 
 
 @gpu
+@pytest.mark.gpu
 def test_sixteen_million_invocations_lose_and_duplicate_nothing():
     invocations = 1 << 24
     text = program(
@@ -270,6 +316,7 @@ def test_sixteen_million_invocations_lose_and_duplicate_nothing():
 
 
 @gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("spare", [0, 1, 2])
 def test_overflow_keeps_exactly_as_many_entries_as_fit(spare):
     fits, calls = 7, 20
@@ -285,6 +332,7 @@ def test_overflow_keeps_exactly_as_many_entries_as_fit(spare):
 
 
 @gpu
+@pytest.mark.gpu
 def test_a_million_invocations_overflowing_a_small_buffer_write_only_whole_entries():
     invocations, fits = 1 << 20, 1000
     entry = entry_dwords(ID_LAYOUT)
@@ -296,6 +344,7 @@ def test_a_million_invocations_overflowing_a_small_buffer_write_only_whole_entri
 
 
 @gpu
+@pytest.mark.gpu
 def test_a_buffer_with_no_room_writes_nothing():
     result = run_gpu(id_program(), invocations=100, buffer_size=HEADER_BYTES)
     assert len(result.printf.entries) == 0 and result.printf.dropped_dwords == 100 * entry_dwords(ID_LAYOUT)
@@ -303,6 +352,7 @@ def test_a_buffer_with_no_room_writes_nothing():
 
 
 @gpu
+@pytest.mark.gpu
 def test_an_abort_loses_the_device_and_keeps_its_message_and_the_output_before_it():
     body = (
         call(PRINTF, "%buf", "before", [("i32", "%id")])
@@ -320,6 +370,7 @@ def test_an_abort_loses_the_device_and_keeps_its_message_and_the_output_before_i
 
 
 @gpu
+@pytest.mark.gpu
 def test_aborts_among_many_invocations_are_reported_and_output_is_whole():
     sample = (SAMPLES / "abort.ll").read_text()
     result = run_ir(sample, device="nvptx", invocations=4096)
@@ -335,6 +386,7 @@ def test_aborts_among_many_invocations_are_reported_and_output_is_whole():
 
 
 @gpu
+@pytest.mark.gpu
 def test_a_crash_on_the_gpu_is_reported_and_the_harness_survives_it():
     crash = "  %crash = icmp eq i32 %id, 2\n  br i1 %crash, label %fault, label %print\nfault:\n"
     crash += "  store volatile i32 1, ptr null\n  br label %print\nprint:\n"
@@ -350,6 +402,7 @@ def test_a_crash_on_the_gpu_is_reported_and_the_harness_survives_it():
 
 
 @gpu
+@pytest.mark.gpu
 def test_a_hung_kernel_is_stopped_at_the_timeout():
     spin = "  %hang = icmp eq i32 %id, 1\n  br i1 %hang, label %spin, label %print\n"
     spin += "spin:\n  %seen = load volatile i32, ptr addrspace(7) %buf\n  br label %spin\nprint:\n"
@@ -362,6 +415,7 @@ def test_a_hung_kernel_is_stopped_at_the_timeout():
 
 
 @gpu
+@pytest.mark.gpu
 def test_divergent_and_repeated_calls_in_a_called_function_lose_nothing():
     """The reservations ptxas does not aggregate (a function that is not inlined, several calls, some
     under a branch) and lanes of one warp printing to different buffers."""
@@ -401,6 +455,7 @@ def test_divergent_and_repeated_calls_in_a_called_function_lose_nothing():
 
 
 @gpu
+@pytest.mark.gpu
 def test_dprintf_run_on_the_gpu():
     command = [sys.executable, "-m", "lowering.cli", "run", "--device", "nvptx"]
     done = subprocess.run(

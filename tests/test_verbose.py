@@ -5,6 +5,7 @@ verbose lines, less their prefixes, are its lines, and each prefix names the cal
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -18,6 +19,7 @@ from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
+from lowering.targets.target import Aggregation, EntryStores, get_target
 from metadata.call_sites import UNKNOWN_INVOCATION, CallSite
 from metadata.decoding import printf_buffer
 from metadata.decoding.buffer_builder import build_printf_buffer
@@ -233,8 +235,15 @@ def test_strings_and_verbose_together():
 
 
 def test_nvptx_stores_the_invocation_before_the_arguments():
-    """Each entry is 4 dwords: the header, the invocation ID at byte 8 (the kernel's ID), the argument."""
-    ptx = compile_assembly(lower_sources([Source("two.ll", TWO_CALLS)], "nvptx", verbose=True))
+    """Each entry is 4 dwords: the header, the invocation ID at byte 8 (the kernel's ID), the argument;
+    with each lane storing its own entry, inlined (the warp's ways of storing are `test_entry_stores`'s)."""
+    lane_stores = dataclasses.replace(
+        get_target("nvptx"),
+        aggregation=Aggregation.OUTSIDE_ENTRIES,
+        entry_stores=EntryStores.LANE,
+        cold_printf=False,
+    )
+    ptx = compile_assembly(lower_sources([Source("two.ll", TWO_CALLS)], lane_stores, verbose=True))
     assert len(re.findall(r"atom\.global\.add\.u64 \t%rd\d+, \[%rd\d+\], 4;", ptx)) == 2
     stores = re.findall(r"st\.global\.b32 \t\[(%rd\d+)\+(\d+)\], (%r\d+);", ptx)
     invocations = {value for _, offset, value in stores if offset == "24"}

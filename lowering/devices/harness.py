@@ -27,7 +27,6 @@ from metadata.decoding.buffer_builder import build_buffer
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.decoding.race_shadow import RaceReport, race_reports, read_shadows
 from metadata.formats import C_DIALECT
-from metadata.instrumentation import read_counters
 from metadata.live_ranges import (
     ABORT_RANGE,
     INSTRUMENTATION_RANGE,
@@ -502,8 +501,7 @@ def _result(device: str, ran: DeviceRun, lowered: LoweredModule, data_count: int
     data_images, runtime_images = images[2 : 2 + data_count], images[2 + data_count :]
     profile = None
     if lowered.instrumentation is not None:
-        counts = read_counters(runtime_images.pop(0)[:-GUARD_BYTES], lowered.instrumentation)
-        profile = Profile(lowered.instrumentation, counts)
+        profile = Profile.from_buffer(lowered.instrumentation, runtime_images.pop(0)[:-GUARD_BYTES])
     races, race_images = None, runtime_images[: _shadow_count(lowered, data_count)]
     if lowered.races is not None:
         named = [(f"shadow {number}", image[:-GUARD_BYTES]) for number, image in enumerate(race_images)]

@@ -15,7 +15,7 @@ it without the driver raises DeviceError saying so; a worker that finds no usabl
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import llvmlite.binding as llvm
 
@@ -79,18 +79,21 @@ def _may_abort(launch: Launch) -> bool:
     )
 
 
-def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME) -> str:
+_SPECIAL_REGISTERS = ("ctaid.x", "ntid.x", "tid.x")  # what the kernel reads
+
+
+def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME, declared: Collection[str] = ()) -> str:
     """IR of the kernel `@name(printf, abort, data..., count)`: invocation `ctaid.x * ntid.x + tid.x` calls
     the entry when it is below `count`, with the entry's data buffers after its ID. The buffers are
-    global memory, address space 1 (SPEC section 4, nvptx)."""
+    global memory, address space 1 (SPEC section 4, nvptx). It declares the special registers it reads
+    but those in `declared` (the bare names a module it joins declares already)."""
     buffer = TARGET.buffer_type
     buffers = f"{buffer} %printf" + (f", {buffer} %abort" if entry.takes_abort_buffer else "")
     data = "".join(f", {buffer} %data{k}" for k in range(entry.data_buffers))
+    registers = [f"llvm.nvvm.read.ptx.sreg.{register}" for register in _SPECIAL_REGISTERS]
+    declarations = "".join(f"declare i32 @{name}()\n" for name in registers if name not in declared)
     return f"""
-declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-
+{declarations}
 define ptx_kernel void @{name}({buffer} %printf, {buffer} %abort{data}, i32 %count) {{
 entry:
   %block = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
@@ -119,7 +122,7 @@ def kernel_ptx(
     The `runtime_globals` it only declares are defined (`runtime_globals.define_declared_globals`).
     DeviceError when the module does not compile, or already defines the kernel's name.
     """
-    if any(bare_name(name) == KERNEL_NAME for name in global_references(ir)):
+    if KERNEL_NAME in _referenced(ir):
         raise DeviceError(f"the module already defines @{KERNEL_NAME}, the name of the nvptx device's kernel")
     return isolated("compiling for nvptx", _kernel_ptx, ir, entry, cpu, tuple(runtime_globals))
 
@@ -127,7 +130,7 @@ def kernel_ptx(
 def _kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None, runtime_globals: tuple[str, ...]) -> str:
     source = f"<lowered {entry.name} with the nvptx kernel>"
     try:
-        module = parse_source(source, ir + kernel_ir(entry))
+        module = parse_source(source, ir + kernel_ir(entry, declared=_referenced(ir)))
         module.get_function(entry.name).linkage = "internal"
         define_declared_globals(module, runtime_globals)
         _give_ptx_names(module, runtime_globals)
@@ -137,6 +140,11 @@ def _kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None, runtime_globals: tu
         return machine.emit_assembly(module)
     except (RuntimeError, LoweringError) as failure:
         raise DeviceError(f"the lowered code does not compile for the GPU: {failure}") from None
+
+
+def _referenced(ir: str) -> frozenset[str]:
+    """The bare names of the globals `ir` refers to (or defines)."""
+    return frozenset(bare_name(name) for name in global_references(ir))
 
 
 def ptx_name(name: str) -> str:

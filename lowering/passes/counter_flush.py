@@ -101,20 +101,34 @@ def _warp_sums(builder: ir.IRBuilder, counts: list[ir.Value]) -> tuple[list[ir.V
     could branch around: a lane that went ahead to add (say, the lowest one, adding the first sum)
     would meet the others at another `redux.sync` with a mask they no longer share, which the GPU does
     not order (measured on an H100: counts off by a few per mille in a function called from several
-    places). Each 64-bit count is summed in 27-bit pieces, whose 32-lane sums fit in 32 bits: exact
-    modulo 2^64."""
+    places). The branches here are the same in every lane: a count that is a constant once LLVM has
+    optimised the code (`llvm.is.constant`, resolved when it generates code: a loop's trip count, a
+    block entered once a call) is that constant times the active lanes, with no `redux.sync`; where no
+    lane's count reaches 2^27 (`vote.any`), one `redux.sync` sums a count; otherwise each 64-bit count
+    is summed in 27-bit pieces, whose 32-lane sums fit in 32 bits: exact modulo 2^64."""
     module = builder.module
     active = builder.call(declared(module, "llvm.nvvm.activemask", I32, []), [], name="active")
-    redux = declared(module, "llvm.nvvm.redux.sync.add", I32, [I32, I32])
+    population = declared(module, "llvm.ctpop.i32", I32, [I32])
+    lanes = builder.zext(builder.call(population, [active], name="lanes"), I64, name="lanes.wide")
+    high: ir.Value = constant(0)
+    for k, value in enumerate(counts):
+        high = builder.or_(high, builder.lshr(value, constant(_REDUX_PIECE_BITS)), name=f"high.{k}")
+    vote = declared(module, "llvm.nvvm.vote.any.sync", ir.IntType(1), [I32, ir.IntType(1)])
+    wide = builder.call(vote, [active, builder.icmp_unsigned("!=", high, constant(0))], name="wide")
+    is_constant = declared(module, "llvm.is.constant.i64", ir.IntType(1), [I64])
     sums = []
     for k, value in enumerate(counts):
-        total: ir.Value = constant(0)
-        for shift in range(0, 64, _REDUX_PIECE_BITS):
-            piece = builder.trunc(builder.lshr(value, constant(shift)), I32, name=f"piece.{k}.{shift}")
-            if shift + _REDUX_PIECE_BITS < 64:
-                piece = builder.and_(piece, constant((1 << _REDUX_PIECE_BITS) - 1, I32))
-            summed = builder.zext(builder.call(redux, [piece, active]), I64, name=f"sum.{k}.{shift}")
-            total = builder.add(total, builder.shl(summed, constant(shift)), name=f"total.{k}.{shift}")
+        folded = builder.call(is_constant, [value], name=f"constant.{k}")
+        with builder.if_else(folded) as (constant_count, counted):
+            with constant_count:
+                known = builder.mul(value, lanes, name=f"known.{k}")
+                known_block = builder.block
+            with counted:
+                summed = _summed(builder, value, active, wide, k)
+                summed_block = builder.block
+        total = builder.phi(I64, name=f"sum.{k}")
+        total.add_incoming(known, known_block)
+        total.add_incoming(summed, summed_block)
         sums.append(total)
     lane = builder.call(declared(module, "llvm.nvvm.read.ptx.sreg.laneid", I32, []), [], name="lane")
     lowest = builder.call(
@@ -123,3 +137,27 @@ def _warp_sums(builder: ir.IRBuilder, counts: list[ir.Value]) -> tuple[list[ir.V
         name="lowest",
     )
     return sums, builder.icmp_unsigned("==", lane, lowest, name="leads")
+
+
+def _summed(builder: ir.IRBuilder, value: ir.Value, active: ir.Value, wide: ir.Value, k: int) -> ir.Value:
+    """`value` summed over the active lanes by `redux.sync`: in one piece, or in 27-bit pieces where
+    some lane's count is `wide` (2^27 or more)."""
+    redux = declared(builder.module, "llvm.nvvm.redux.sync.add", I32, [I32, I32])
+    with builder.if_else(wide) as (in_pieces, whole):
+        with in_pieces:
+            pieces: ir.Value = constant(0)
+            for shift in range(0, 64, _REDUX_PIECE_BITS):
+                piece = builder.trunc(builder.lshr(value, constant(shift)), I32, name=f"piece.{k}.{shift}")
+                if shift + _REDUX_PIECE_BITS < 64:
+                    piece = builder.and_(piece, constant((1 << _REDUX_PIECE_BITS) - 1, I32))
+                summed = builder.zext(builder.call(redux, [piece, active]), I64, name=f"sum.{k}.{shift}")
+                pieces = builder.add(pieces, builder.shl(summed, constant(shift)), name=f"total.{k}.{shift}")
+            pieces_block = builder.block
+        with whole:
+            narrow = builder.trunc(value, I32, name=f"narrow.{k}")
+            single = builder.zext(builder.call(redux, [narrow, active]), I64, name=f"single.{k}")
+            whole_block = builder.block
+    total = builder.phi(I64, name=f"summed.{k}")
+    total.add_incoming(pieces, pieces_block)
+    total.add_incoming(single, whole_block)
+    return total

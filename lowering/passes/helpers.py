@@ -10,7 +10,7 @@ type is packed) and builds the helpers with `llvmlite.ir`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
@@ -29,8 +29,9 @@ from metadata.wire import (
 from ..ir.building import I32, I64, constant, declared, internal_function, store_atomic
 from ..ir.lexer import global_name
 from ..ir.types import parse_type
-from ..targets.target import Target
-from .warp_aggregation import define_warp_aggregated_reserve
+from ..targets.target import EntryStores, Target
+from .entry_stores import MAX_TOGETHER_DWORDS, Scratch, shuffle_together, store_in_pieces, whole_warp_region
+from .warp_aggregation import WarpReservation, define_warp_aggregated_reserve, emit_warp_reservation
 
 PRINTF = "printf"
 ABORT = "abort"
@@ -173,7 +174,11 @@ def signed64(value: int) -> int:
 
 
 def define_helper(
-    module: ir.Module, helper: Helper, target: Target, reserve: ir.Function | None = None
+    module: ir.Module,
+    helper: Helper,
+    target: Target,
+    reserve: ir.Function | None = None,
+    scratch: Scratch | None = None,
 ) -> ir.Function:
     """Define the helper in `module`, called as `helper(buffer, i64 header, arguments...)`.
 
@@ -183,7 +188,9 @@ def define_helper(
     write at dword `HEADER_DWORDS + clamped`. A printf entry is the 64-bit header `(id << 16) | size`
     (passed in, the ID differs per call) and the packed arguments. An abort record is the u64 entry
     size in bytes, that entry, and a zero dword when padding to 8 bytes, the size stored last with
-    release ordering; then a fence and `llvm.trap`.
+    release ordering; then a fence and `llvm.trap`. An aggregated printf whose target's `entry_stores`
+    are cooperative reserves inline (`emit_warp_reservation`) and, where the whole warp's region fits,
+    writes it together (`warp_entry_stores`); `scratch` is the shared memory of `EntryStores.SHARED`.
     """
     is_abort = helper.kind == ABORT
     size = constant(abort_record_dwords(helper.layout) if is_abort else helper.entry_dwords)
@@ -193,19 +200,22 @@ def define_helper(
     parameters = [
         (parse_type(text), name) for text, name in zip(helper.parameter_types(), names, strict=True)
     ]
-    attributes = ["noinline" if helper.outlined else "alwaysinline", "nounwind"]
-    function = internal_function(
-        module, helper.name, ir.VoidType(), parameters, [*attributes, "noreturn"] if is_abort else attributes
-    )
+    function = internal_function(module, helper.name, ir.VoidType(), parameters, _attributes(helper, target))
     given = dict(zip(names, function.args, strict=True))
     buffer, header = given["buffer"], given["header"]
     values = function.args[len(names) - len(helper.arguments) :]
+    invocation = given["invocation"] if gate.writes_invocation else None
     exit_block = function.append_basic_block("stop" if is_abort else "done")
     reserving = function.append_basic_block("reserve")
     if gate.invocations is not None or gate.takes_counter:
         _pass_gate(ir.IRBuilder(function.append_basic_block("gate")), gate, given, reserving, exit_block)
     builder = ir.IRBuilder(reserving)
-    if reserve is None:
+    together = _writes_together(helper, target)
+    reservation = None
+    if together:
+        reservation = emit_warp_reservation(builder, buffer, size)
+        old = reservation.old
+    elif reserve is None:
         old = builder.atomic_rmw("add", buffer, size, "monotonic", name="old")
     else:
         old = builder.call(reserve, [buffer, size], name="old")
@@ -217,6 +227,10 @@ def define_helper(
             buffer, [constant(CAPACITY_BYTE_OFFSET)], source_etype=ir.IntType(8), name="cap.ptr"
         )
         capacity = builder.zext(builder.load(capacity_at, typ=I32, align=4, name="cap"), I64, name="cap.wide")
+        if reservation is not None:
+            _write_together_where_whole(
+                builder, helper, target, reservation, capacity, scratch, exit_block, (buffer, header, values)
+            )
         fits = builder.icmp_unsigned("<=", builder.add(old, size, name="end"), capacity, name="fits")
         builder.cbranch(fits, write, exit_block)
         builder.position_at_end(write)
@@ -225,20 +239,12 @@ def define_helper(
     entry = record
     if is_abort:
         entry = builder.gep(record, [constant(ABORT_SIZE_DWORDS)], source_etype=I32, name="entry")
-    builder.store(header, entry, align=4)
-    dword = ENTRY_HEADER_DWORDS
-    if gate.writes_invocation:
-        slot = builder.gep(entry, [constant(dword)], source_etype=I32, name="invocation.ptr")
-        builder.store(given["invocation"], slot, align=4)
-        dword += 1
-    for index, (argument, value) in enumerate(zip(helper.arguments, values, strict=True)):
-        if argument.cast is not None:
-            value = _widen(builder, argument, value, index)
-        slot = builder.gep(entry, [constant(dword)], source_etype=I32, name=f"a{index}.ptr")
-        builder.store(value, slot, align=4)
-        dword += argument.arg_type.dwords
-    if is_abort and abort_record_dwords(helper.layout) > ABORT_SIZE_DWORDS + dword:
-        padding = builder.gep(entry, [constant(dword)], source_etype=I32, name="pad.ptr")
+    if target.entry_stores is EntryStores.VECTOR and not is_abort and invocation is None:
+        store_in_pieces(builder, entry, _entry_dwords(builder, helper, header, values))
+    else:
+        _store_typed(builder, helper, entry, header, values, invocation)
+    if is_abort and abort_record_dwords(helper.layout) > ABORT_SIZE_DWORDS + helper.entry_dwords:
+        padding = builder.gep(entry, [constant(helper.entry_dwords)], source_etype=I32, name="pad.ptr")
         builder.store(constant(0, I32), padding, align=4)
     if is_abort:
         # payloadBytes last, released after the entry: a record whose writer died half-way reads as
@@ -302,6 +308,129 @@ def _in_order(function: ir.Function, exit_block: ir.Block) -> None:
 def _i32(value: int) -> int:
     """`value` as LLVM spells an i32 constant: two's complement, signed."""
     return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _attributes(helper: Helper, target: Target) -> list[str]:
+    """`alwaysinline`; `noinline` for an outlined helper, and `cold` too for a printf on a target of
+    `cold_printf`; abort's never return."""
+    if helper.kind == PRINTF and target.cold_printf:
+        attributes = ["noinline", "cold", "nounwind"]
+    else:
+        attributes = ["noinline" if helper.outlined else "alwaysinline", "nounwind"]
+    return [*attributes, "noreturn"] if helper.kind == ABORT else attributes
+
+
+def _writes_together(helper: Helper, target: Target) -> bool:
+    """Whether the helper's warp may write its entries together: an aggregated printf, on a target of
+    cooperative `entry_stores` that checks the capacity, of an entry small enough."""
+    return (
+        helper.kind == PRINTF
+        and (helper.gate is None or not helper.gate.writes_invocation)
+        and helper.aggregated
+        and target.entry_stores.cooperative
+        and target.checks_capacity
+        and helper.entry_dwords <= MAX_TOGETHER_DWORDS
+    )
+
+
+def _write_together_where_whole(
+    builder: ir.IRBuilder,
+    helper: Helper,
+    target: Target,
+    reservation: WarpReservation,
+    capacity: ir.Value,
+    scratch: Scratch | None,
+    exit_block: ir.Block,
+    arguments: tuple[ir.Value, ir.Value, list[ir.Value]],
+) -> None:
+    """Where the warp's region is whole (`whole_warp_region`), its lanes write it together and leave;
+    the builder goes on in the block of the lanes that write alone. `arguments`: the buffer, the entry
+    header and the helper's values."""
+    buffer, header, values = arguments
+    function = builder.function
+    together = function.append_basic_block("write.warp")
+    alone = function.append_basic_block("write.lane")
+    shared = scratch if target.entry_stores is EntryStores.SHARED else None
+    warp = shared.warp(builder) if shared is not None else None
+    whole = whole_warp_region(builder, reservation, helper.entry_dwords, capacity, warp)
+    builder.cbranch(whole, together, alone)
+    builder.position_at_end(together)
+    region = builder.gep(
+        buffer,
+        [constant(1), reservation.first],
+        source_etype=ir.ArrayType(I32, HEADER_DWORDS),
+        name="region",
+    )
+    dwords = _entry_dwords(builder, helper, header, values)
+    if shared is not None and warp is not None:
+        shared.write_together(builder, region, dwords, reservation.lane, warp)
+    else:
+        shuffle_together(builder, region, dwords, reservation.lane)
+    builder.branch(exit_block)
+    builder.position_at_end(alone)
+
+
+def _store_typed(
+    builder: ir.IRBuilder,
+    helper: Helper,
+    entry: ir.Value,
+    header: ir.Value,
+    values: Sequence[ir.Value],
+    invocation: ir.Value | None = None,
+) -> None:
+    """The entry's header, the invocation ID where the entry carries it (`--verbose`), and the arguments
+    stored one by one, each as the type it is stored as."""
+    builder.store(header, entry, align=4)
+    dword = ENTRY_HEADER_DWORDS
+    if invocation is not None:
+        slot = builder.gep(entry, [constant(dword)], source_etype=I32, name="invocation.ptr")
+        builder.store(invocation, slot, align=4)
+        dword += 1
+    for index, (argument, value) in enumerate(zip(helper.arguments, values, strict=True)):
+        if argument.cast is not None:
+            value = _widen(builder, argument, value, index)
+        slot = builder.gep(entry, [constant(dword)], source_etype=I32, name=f"a{index}.ptr")
+        builder.store(value, slot, align=4)
+        dword += argument.arg_type.dwords
+
+
+def _entry_dwords(
+    builder: ir.IRBuilder, helper: Helper, header: ir.Value, values: Sequence[ir.Value]
+) -> list[ir.Value]:
+    """The entry as i32 dwords, as SPEC section 4 packs it: the header, low dword first, then each
+    argument widened, its components in order, 64-bit ones low dword first."""
+    dwords = _split64(builder, header, "header")
+    for index, (argument, value) in enumerate(zip(helper.arguments, values, strict=True)):
+        if argument.cast is not None:
+            value = _widen(builder, argument, value, index)
+        stored = argument.stored
+        components = [value]
+        if isinstance(stored, ir.VectorType):
+            components = [
+                builder.extract_element(value, constant(lane, I32), name=f"a{index}.{lane}")
+                for lane in range(stored.count)
+            ]
+            stored = stored.element
+        for lane, component in enumerate(components):
+            name = f"a{index}.{lane}.bits"
+            if stored in (ir.FloatType(), ir.DoubleType()):
+                component = builder.bitcast(component, ir.IntType(stored_bits(stored)), name=name)
+            if stored_bits(stored) == 64:
+                dwords += _split64(builder, component, f"a{index}.{lane}")
+            else:
+                dwords.append(component)
+    return dwords
+
+
+def stored_bits(stored: ir.Type) -> int:
+    """Bits of a stored scalar: i32 and float 32, i64 and double 64."""
+    return 64 if stored in (I64, ir.DoubleType()) else 32
+
+
+def _split64(builder: ir.IRBuilder, value: ir.Value, name: str) -> list[ir.Value]:
+    """An i64 as its two dwords, low first."""
+    high = builder.lshr(value, constant(32), name=f"{name}.high.wide")
+    return [builder.trunc(value, I32, name=f"{name}.low"), builder.trunc(high, I32, name=f"{name}.high")]
 
 
 def _widen(builder: ir.IRBuilder, argument: Argument, value: ir.Value, index: int) -> ir.Value:
@@ -371,7 +500,8 @@ class HelperSet:
         ]
 
     def module(self, target: Target) -> ir.Module:
-        """An `llvmlite.ir` module defining the helpers and the warp-aggregated reserves they call."""
+        """An `llvmlite.ir` module defining the helpers, the warp-aggregated reserves they call and the
+        scratch of those that write their entries together through shared memory."""
         built = ir.Module()
         buffer_types = dict.fromkeys(helper.buffer_type for helper in self if helper.aggregated)
         reserves = {
@@ -380,8 +510,13 @@ class HelperSet:
             )
             for n, buffer_type in enumerate(buffer_types)
         }
+        together = [helper.entry_dwords for helper in self if _writes_together(helper, target)]
+        scratch = None
+        if together and target.entry_stores is EntryStores.SHARED:
+            scratch = Scratch(built, f"{self.prefix}entry.scratch", max(together))
         for helper in self:
-            define_helper(built, helper, target, reserves[helper.buffer_type] if helper.aggregated else None)
+            reserve = reserves[helper.buffer_type] if helper.aggregated else None
+            define_helper(built, helper, target, reserve, scratch)
         for build in self._builders:
             build(built)
         return built

@@ -22,10 +22,13 @@ The helper:
 
 Each lane then clamps and checks the capacity for its own `old`, as without aggregation. The size is
 the call's constant, so every lane of a group reserves the same amount; lanes run in rank order, as if
-each had issued its own monotonic add.
+each had issued its own monotonic add. The group's region starts at `first`, which the lanes that write
+it together (`warp_entry_stores`) use with the group and the rank.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
@@ -34,40 +37,54 @@ from ..ir.building import I32, I64, constant, declared, internal_function
 _SHUFFLE_WHOLE_WARP = 31  # shfl.sync's `c` operand for an index shuffle over all 32 lanes
 
 
-def define_warp_aggregated_reserve(module: ir.Module, name: str, buffer_type: ir.Type) -> ir.Function:
-    """Define `@name(buffer_type %counter, i64 %size) -> i64` in `module`, the warp-aggregated atomic
-    add, with the intrinsics it calls.
+@dataclass(frozen=True, slots=True)
+class WarpReservation:
+    """One lane's view of its group's reservation (i32 masks and lanes, i64 dwords): the active lanes,
+    the group (the active lanes at this call with the same buffer), this lane and its rank in the group,
+    the region's first dword (`first`, the same in the whole group) and this lane's (`old`)."""
 
-    Returns what the calling lane's own `atomicrmw add %counter, %size monotonic` would have returned.
-    """
+    active: ir.Value
+    group: ir.Value
+    lane: ir.Value
+    rank: ir.Value
+    first: ir.Value
+    old: ir.Value
 
-    def intrinsic(intrinsic_name: str, *parameters: ir.Type) -> ir.Function:
-        return declared(module, intrinsic_name, I32, list(parameters))
 
-    function = internal_function(
-        module, name, I64, [(buffer_type, "counter"), (I64, "size")], ["alwaysinline", "nounwind"]
-    )
-    counter, size = function.args
-    entry = function.append_basic_block("entry")
-    reserve = function.append_basic_block("reserve")
-    share = function.append_basic_block("share")
-    builder = ir.IRBuilder(entry)
-    active = builder.call(intrinsic("llvm.nvvm.activemask"), [], name="active")
+def warp_intrinsic(module: ir.Module, name: str, *parameters: ir.Type) -> ir.Function:
+    """The NVVM intrinsic `name` returning i32 (declared in `module` when it lacks it)."""
+    return declared(module, name, I32, list(parameters))
+
+
+def shuffle(builder: ir.IRBuilder, mask: ir.Value, value: ir.Value, source: ir.Value, name: str) -> ir.Value:
+    """`shfl.sync.idx.b32`: the i32 `value` of lane `source` (an i32), among the lanes of `mask`."""
+    intrinsic = warp_intrinsic(builder.module, "llvm.nvvm.shfl.sync.idx.i32", I32, I32, I32, I32)
+    return builder.call(intrinsic, [mask, value, source, constant(_SHUFFLE_WHOLE_WARP, I32)], name=name)
+
+
+def emit_warp_reservation(builder: ir.IRBuilder, counter: ir.Value, size: ir.Value) -> WarpReservation:
+    """The warp-aggregated `atomicrmw add %counter, %size monotonic` at the builder, which it leaves at
+    the end of the block where every lane has its reservation (blocks are added to its function)."""
+    module, function = builder.module, builder.function
+    active = builder.call(warp_intrinsic(module, "llvm.nvvm.activemask"), [], name="active")
     address = builder.ptrtoint(counter, I64, name="address")
-    group = builder.call(intrinsic("llvm.nvvm.match.any.sync.i64", I32, I64), [active, address], name="group")
-    lane = builder.call(intrinsic("llvm.nvvm.read.ptx.sreg.laneid"), [], name="lane")
-    lower = builder.call(intrinsic("llvm.nvvm.read.ptx.sreg.lanemask.lt"), [], name="lower")
-    leader = builder.call(
-        intrinsic("llvm.cttz.i32", I32, ir.IntType(1)), [group, ir.Constant(ir.IntType(1), 1)], name="leader"
-    )
-    population = intrinsic("llvm.ctpop.i32", I32)
+    match = warp_intrinsic(module, "llvm.nvvm.match.any.sync.i64", I32, I64)
+    group = builder.call(match, [active, address], name="group")
+    lane = builder.call(warp_intrinsic(module, "llvm.nvvm.read.ptx.sreg.laneid"), [], name="lane")
+    lower = builder.call(warp_intrinsic(module, "llvm.nvvm.read.ptx.sreg.lanemask.lt"), [], name="lower")
+    count_zeros = warp_intrinsic(module, "llvm.cttz.i32", I32, ir.IntType(1))
+    leader = builder.call(count_zeros, [group, ir.Constant(ir.IntType(1), 1)], name="leader")
+    population = warp_intrinsic(module, "llvm.ctpop.i32", I32)
     rank = builder.call(population, [builder.and_(group, lower, name="ahead")], name="rank")
+    entry = builder.block
+    reserve = function.append_basic_block("reserve.leader")
+    share = function.append_basic_block("reserve.share")
     builder.cbranch(builder.icmp_unsigned("==", lane, leader, name="leads"), reserve, share)
 
     builder.position_at_end(reserve)
     lanes = builder.zext(builder.call(population, [group], name="lanes"), I64, name="lanes.wide")
     first = builder.atomic_rmw(
-        "add", counter, builder.mul(lanes, size, name="total"), "monotonic", name="first"
+        "add", counter, builder.mul(lanes, size, name="total"), "monotonic", name="first.leader"
     )
     builder.branch(share)
 
@@ -75,19 +92,30 @@ def define_warp_aggregated_reserve(module: ir.Module, name: str, buffer_type: ir
     reserved = builder.phi(I64, name="reserved")
     reserved.add_incoming(first, reserve)
     reserved.add_incoming(constant(0), entry)
-    shuffle = intrinsic("llvm.nvvm.shfl.sync.idx.i32", I32, I32, I32, I32)
     halves = []
     for half, bits in (
         ("low", reserved),
         ("high", builder.lshr(reserved, constant(32), name="reserved.high.wide")),
     ):
         narrow = builder.trunc(bits, I32, name=f"reserved.{half}")
-        shared = builder.call(
-            shuffle, [active, narrow, leader, constant(_SHUFFLE_WHOLE_WARP, I32)], name=f"base.{half}"
-        )
-        halves.append(builder.zext(shared, I64, name=f"base.{half}.wide"))
+        halves.append(builder.zext(shuffle(builder, active, narrow, leader, f"base.{half}"), I64))
     low, high = halves
-    base = builder.or_(builder.shl(high, constant(32), name="base.high.shifted"), low, name="base")
+    base = builder.or_(builder.shl(high, constant(32), name="base.high.shifted"), low, name="first")
     skipped = builder.mul(builder.zext(rank, I64, name="rank.wide"), size, name="skipped")
-    builder.ret(builder.add(base, skipped, name="old"))
+    old = builder.add(base, skipped, name="old")
+    return WarpReservation(active, group, lane, rank, base, old)
+
+
+def define_warp_aggregated_reserve(module: ir.Module, name: str, buffer_type: ir.Type) -> ir.Function:
+    """Define `@name(buffer_type %counter, i64 %size) -> i64` in `module`, the warp-aggregated atomic
+    add, with the intrinsics it calls.
+
+    Returns what the calling lane's own `atomicrmw add %counter, %size monotonic` would have returned.
+    """
+    function = internal_function(
+        module, name, I64, [(buffer_type, "counter"), (I64, "size")], ["alwaysinline", "nounwind"]
+    )
+    counter, size = function.args
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    builder.ret(emit_warp_reservation(builder, counter, size).old)
     return function

@@ -22,7 +22,40 @@ class Aggregation(enum.Enum):
     ALWAYS = "always"
 
 
+class EntryStores(enum.Enum):
+    """How printf helpers store their entries (`entry_stores`).
+
+    `LANE`: each lane stores its own entry, a dword (or two) at a time: a warp's store instruction
+    writes 32 dwords an entry apart. `VECTOR`: each lane stores its entry in 16-byte pieces where the
+    entry's address allows. `SHUFFLE` and `SHARED`, for the printfs whose lanes reserve together
+    (`Aggregation`): where the 32 lanes of a full warp reserved one region that fits, they exchange
+    their dwords (through `shfl.sync`, or through the warp's slice of a shared-memory scratch) so that
+    each store instruction of the warp writes consecutive dwords of the region (`entry_stores`);
+    anywhere else (a partial warp, lanes of several buffers, a region that does not fit whole) each
+    lane stores its own entry as `LANE` does.
+    """
+
+    LANE = "lane"
+    VECTOR = "vector"
+    SHUFFLE = "shuffle"
+    SHARED = "shared"
+
+    @property
+    def cooperative(self) -> bool:
+        return self in (EntryStores.SHUFFLE, EntryStores.SHARED)
+
+
+class CounterPlacement(enum.Enum):
+    """Where instrumentation puts its counters (SPEC 10): one a block, or on the edges off a spanning tree
+    of each function's control flow, the blocks' counts derived by flow conservation (`edge_counters`)."""
+
+    BLOCKS = "blocks"
+    EDGES = "edges"
+
+
 OUTLINED_CALLS_THRESHOLD = 32
+NVPTX_BLOCK_THREADS = 256  # the nvptx device's thread blocks (`nvptx_worker.BLOCK_THREADS`)
+WARP_LANES = 32
 
 
 class CounterCopy(enum.Enum):
@@ -54,7 +87,10 @@ class Target:
     the scheduler; 500 inlined calls took 6.5 s, 1,000 over 20 s), while a call costs the device
     little next to a debug printf's stores. `sums_counts_per_warp`: instrumentation's block counts are
     summed over a warp's active lanes and added by one of them (SPEC 10), and `counter_slices` (a power of
-    two) copies of the counters take the atomics, each to the copy `counter_copy` picks.
+    two) copies of the counters take the atomics, each to the copy `counter_copy` picks;
+    `counter_placement` puts the counters on blocks or on edges. `entry_stores` says how an aggregated
+    printf writes its entries (`EntryStores`); `cold_printf` makes every printf helper a `noinline`
+    `cold` function, so that the code around a printf that is not taken holds only the call.
     `global_address_space`, when set, is where memory the runtime points to with a plain pointer (the
     shadows of SPEC 12) is accessed: the GPU's global memory rather than the generic address space.
     `shadow_exchange` records a shadow's slot (two 32-bit maxima, SPEC 12) with one 64-bit
@@ -76,6 +112,9 @@ class Target:
     counter_copy: CounterCopy | None = None
     global_address_space: int | None = None
     shadow_exchange: bool = False
+    counter_placement: CounterPlacement = CounterPlacement.EDGES
+    entry_stores: EntryStores = EntryStores.LANE
+    cold_printf: bool = False
 
     @property
     def buffer_type(self) -> str:
@@ -113,7 +152,12 @@ TARGETS: dict[str, Target] = {
             checks_capacity=True,
             pal_metadata=False,
             buffer_address_space=1,
-            aggregation=Aggregation.OUTSIDE_ENTRIES,
+            # Issue #22's choice, pending the H100's figures (bench_gpu.py (c) and (d) print every
+            # variant): lanes reserve in the IR, a full warp writes its region together through
+            # shuffles (no shared memory taken from the kernel), each printf a cold call.
+            aggregation=Aggregation.ALWAYS,
+            entry_stores=EntryStores.SHUFFLE,
+            cold_printf=True,
             sums_counts_per_warp=True,
             counter_slices=128,  # an H100 has 132 multiprocessors
             counter_copy=CounterCopy.MULTIPROCESSOR,

@@ -30,7 +30,7 @@ from ..instrumentation import (
     InstrumentationTable,
     LineCost,
     executed,
-    read_counters,
+    read_counter_values,
 )
 
 NO_LINE = "(no line)"  # the row of the instructions that have no source line
@@ -166,10 +166,14 @@ class Profile:
     InstrumentationError.
     """
 
-    def __init__(self, table: InstrumentationTable, counts: Sequence[int]) -> None:
+    def __init__(
+        self, table: InstrumentationTable, counts: Sequence[int], counters: Sequence[int] | None = None
+    ) -> None:
         _check(table, counts)
         self.table = table
         self.counts = tuple(int(count) for count in counts)
+        # the buffer's counters the counts came from (summed over the slices), to write a dump of
+        self.counters = tuple(counters) if counters is not None else self.counts
         names = [metric.name for metric in table.metrics]
         self._blocks_metric = names.index(BLOCKS) if BLOCKS in names else None
         self._instructions_metric = names.index(INSTRUCTIONS) if INSTRUCTIONS in names else None
@@ -185,9 +189,10 @@ class Profile:
         self.lines = _line_rows(self.blocks, self.counts, len(table.metrics), self._blocks_metric)
 
     @classmethod
-    def from_buffer(cls, table: InstrumentationTable, data: bytes | memoryview) -> Profile:
+    def from_buffer(cls, table: InstrumentationTable, data: bytes | bytearray | memoryview) -> Profile:
         """The profile of a buffer dump for `table`; InstrumentationError when it is not one."""
-        return cls(table, read_counters(data, table))
+        counters = read_counter_values(data, table)
+        return cls(table, table.block_counts(counters), counters)
 
     def instructions(self, row: BlockRow | LineRow) -> int:
         """The instructions `row` executed (0 when the table has no such metric): what sorts and shades."""

@@ -9,24 +9,32 @@ One process, one GPU, invocations 2^20 .. 2^24 of one format and arguments
       about 2^23 lines, so larger runs are split into launches of half that, each one flushed); the
       output rendered in this process, then by a RenderPool of one process per CPU, started once before
       the sizes are run, as a driver starts it (`output_chunks(pool=...)`);
-  (c) lowered printf vs the same kernel writing the same bytes with plain stores and no printf;
+  (c) lowered printf, in every variant of how it stores its entries (`VARIANTS`: `EntryStores`, where
+      the reservation is aggregated, `cold_printf`), against three kernels storing the same bytes with
+      no printf: each lane its own 8 dwords one at a time, each lane its own entry as two 16-byte
+      stores, and each warp its 32 entries as rows of 128 consecutive bytes (lane `j` computing the
+      dwords `j, j + 32, ...` of its warp's entries); every variant's entries equal the stores', and at
+      the smallest size its decoded text equals CUDA printf's output (same lines, as multisets);
   (d) a compute kernel (256, 384, then 512 arithmetic instructions per invocation) whose printf sits
       under a branch never taken, vs the same kernel without the printf (interleaved batches of launches);
-      as lowered and with the reservation aggregated in the IR, beside two references: a never-taken
-      branch around one plain store (ptxas predicates it: the least code under a branch costs), and
-      CUDA's own printf left in the same kernel;
+      as lowered and in every variant, beside two references: a never-taken branch around one plain
+      store (ptxas predicates it: the least code under a branch costs), and CUDA's own printf left in
+      the same kernel;
+  (w) warp aggregation of the reservations: three printf calls per invocation, one under a divergent
+      branch, in the entry (inlined into the kernel) and in a function that is not inlined, lowered in
+      every variant, at 2^22 invocations (or fewer): SASS atomics (ptxas + cuobjdump, where installed)
+      and kernel times.
 
-then warp aggregation of the reservations: three printf calls per invocation, one under a divergent
-branch, in the entry (inlined into the kernel) and in a function that is not inlined, lowered with and
-without aggregation: SASS atomics (ptxas + cuobjdump, where installed) and kernel times. The lowered
-text is checked against CUDA printf's own output at the smallest size (same lines, as multisets), and
-the plain stores against the lowered entries at every size. With `--gates`, only the cost of what a
-printf does before it reserves (issue 23; `compare_gates`): the compute kernel of (d) with a printf that
-every invocation reaches, against the kernel without it, as `--only-invocations` lets one invocation or
-one warp through, `--max-lines-per-site 1` counts every invocation's line, and as every invocation
-prints (plain, and `--verbose`). Run by hand on a machine with a GPU:
+With `--gates`, only the cost of what a printf does before it reserves (issue 23; `compare_gates`):
+the compute kernel of (d) with a printf that every invocation reaches, against the kernel without it,
+as `--only-invocations` lets one invocation or one warp through, `--max-lines-per-site 1` counts every
+invocation's line, and as every invocation prints (plain, and `--verbose`). `--parts` picks the
+comparisons (all by default). `--ptx` needs no GPU: it lowers every kernel in every variant and prints
+the instructions its PTX is made of. Run by hand on a machine with a GPU:
 
-    python3 tests/benchmarks/bench_gpu.py [--min-log2 20] [--max-log2 24] [--sass-dir DIR] [--gates]
+    python3 tests/benchmarks/bench_gpu.py [--min-log2 20] [--max-log2 24] [--parts a,b,c,d,w] [--sass-dir DIR]
+    python3 tests/benchmarks/bench_gpu.py --gates
+    python3 tests/benchmarks/bench_gpu.py --ptx
 """
 
 from __future__ import annotations
@@ -48,9 +56,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import cupy
 import numpy as np
-from cupy_kernel import CudaKernel, interleaved_medians
 
 from lowering.devices.device import EntryPoint
 from lowering.devices.harness import find_entry
@@ -59,12 +65,18 @@ from lowering.devices.nvptx_worker import BLOCK_THREADS
 from lowering.lowered_module import LoweredModule, Source
 from lowering.pipeline import lower_sources
 from lowering.targets.runtime_globals import SITE_COUNTS_GLOBAL
-from lowering.targets.target import Aggregation, get_target
+from lowering.targets.target import Aggregation, EntryStores, Target, get_target
 from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.decoding.render_pool import RenderPool
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry
 from metadata.wire import HEADER_BYTES, entry_dwords, entry_header
+
+try:
+    import cupy
+    from cupy_kernel import CudaKernel, interleaved_medians
+except ImportError:  # --ptx needs neither CuPy nor a GPU
+    cupy = None
 
 FORMAT = "invocation %u: pos (%f, %f, %f) hash %016llx\n"
 LAYOUT = parse_layout("i32,f32,f32,f32,i64")
@@ -73,22 +85,30 @@ HASH = 0x9E3779B97F4A7C15
 CUDA_PRINTF_RECORD_BYTES = 256  # measured on an H200: a 2 GiB FIFO kept 8,378,238 of 2^24 lines of FORMAT
 CUDA_PRINTF_FIFO_MARGIN = 1.25
 CUDA_LIMIT_PRINTF_FIFO_SIZE = 0x01
+AGGREGATION_INVOCATIONS = 1 << 22  # (w): 18 kernels' entries decoded, each 2^22 * 2.33 of them
 COMPUTE_STEPS = (64, 96, 128)  # 4 arithmetic instructions a step: 256, 384 and 512 an invocation
 RENDER_PROCESSES = min(16, os.cpu_count() or 1)
 LIBC = ctypes.CDLL(None)
 
-# The values, computed the same way in IR and in CUDA C (no contraction into fma on either side).
-VALUES_IR = f"""
-  %f = uitofp i32 %id to float
-  %x = fmul float %f, 2.500000e-01
-  %half = fmul float %f, 5.000000e-01
-  %y = fsub float 1.000000e+00, %half
-  %low = and i32 %id, 1023
-  %lowf = uitofp i32 %low to float
-  %z = fdiv float %lowf, 7.000000e+00
-  %wide = zext i32 %id to i64
-  %hash = mul i64 %wide, {HASH - (1 << 64)}
+
+def values_ir(id_: str = "%id", suffix: str = "") -> str:
+    """The values of invocation `id_`, computed the same way in IR and in CUDA C (no contraction into
+    fma on either side), named `%x{suffix}` and so on."""
+    n = suffix
+    return f"""
+  %f{n} = uitofp i32 {id_} to float
+  %x{n} = fmul float %f{n}, 2.500000e-01
+  %half{n} = fmul float %f{n}, 5.000000e-01
+  %y{n} = fsub float 1.000000e+00, %half{n}
+  %low{n} = and i32 {id_}, 1023
+  %lowf{n} = uitofp i32 %low{n} to float
+  %z{n} = fdiv float %lowf{n}, 7.000000e+00
+  %wide{n} = zext i32 {id_} to i64
+  %hash{n} = mul i64 %wide{n}, {HASH - (1 << 64)}
 """
+
+
+VALUES_IR = values_ir()
 CUDA_COMPUTE_SOURCE = r"""
 extern "C" __global__ void compute(float* out, unsigned int count) {
     unsigned int id = blockIdx.x * blockDim.x + threadIdx.x;
@@ -148,30 +168,93 @@ PRINTF_IR = (
 )
 
 
-def stores_ir() -> str:
-    """The same entries at dword `4 + 8 * id`, written with plain stores: no atomic, no capacity check."""
+def entry_dwords_ir(id_: str = "%id", suffix: str = "") -> str:
+    """Invocation `id_`'s entry as 8 i32 values, `%d{suffix}.0` to `.7`: what printf packs (SPEC 4)."""
     header = entry_header(FormatEntry.for_call(FORMAT, LAYOUT).index, ENTRY_DWORDS)
-    stores = [("i64", str(header - (1 << 64) if header >> 63 else header), 0)]
-    stores += [
-        ("i32", "%id", 2),
-        ("float", "%x", 3),
-        ("float", "%y", 4),
-        ("float", "%z", 5),
-        ("i64", "%hash", 6),
+    n = suffix
+    fields = [
+        f"add i32 0, {header & 0xFFFFFFFF}",
+        f"add i32 0, {header >> 32}",
+        f"add i32 0, {id_}",
+        f"bitcast float %x{n} to i32",
+        f"bitcast float %y{n} to i32",
+        f"bitcast float %z{n} to i32",
+        f"trunc i64 %hash{n} to i32",
+        f"trunc i64 %hash.high{n} to i32",
     ]
-    body = "".join(
-        f"  %p{offset} = getelementptr i32, ptr addrspace(1) %record, i64 {offset}\n"
-        f"  store {ir_type} {value}, ptr addrspace(1) %p{offset}, align 4\n"
-        for ir_type, value, offset in stores
-    )
     return (
-        "define void @main(ptr addrspace(1) %buf, i32 %id) {\nentry:\n"
-        + VALUES_IR
-        + f"  %index = mul i64 %wide, {ENTRY_DWORDS}\n  %at = add i64 %index, 4\n"
-        + "  %record = getelementptr i32, ptr addrspace(1) %buf, i64 %at\n"
-        + body
-        + "  ret void\n}\n"
+        values_ir(id_, n)
+        + f"  %hash.high{n} = lshr i64 %hash{n}, 32\n"
+        + "".join(f"  %d{n}.{k} = {value}\n" for k, value in enumerate(fields))
     )
+
+
+def stores_ir(pattern: str) -> str:
+    """The printf kernel's bytes (entry `id` at dword `4 + 8 * id`) written with plain stores, no atomic,
+    no capacity check, as `pattern`: `dwords`, each lane its own 8 dwords one at a time; `pieces`, each
+    lane its own entry as two 16-byte stores; `rows`, each warp its 32 entries as 8 rows of 128
+    consecutive bytes, lane `j` computing dword `j` of each row (entry `4 k + j / 8`, field `j mod 8`)."""
+    head = "define void @main(ptr addrspace(1) %buf, i32 %id) {\nentry:\n"
+    if pattern == "rows":
+        return head + _rows_ir() + "  ret void\n}\n"
+    body = entry_dwords_ir() + (
+        f"  %wide.id = zext i32 %id to i64\n  %index = mul i64 %wide.id, {ENTRY_DWORDS}\n"
+        "  %at = add i64 %index, 4\n  %record = getelementptr i32, ptr addrspace(1) %buf, i64 %at\n"
+    )
+    if pattern == "dwords":
+        body += "".join(
+            f"  %p{k} = getelementptr i32, ptr addrspace(1) %record, i64 {k}\n"
+            f"  store i32 %d.{k}, ptr addrspace(1) %p{k}, align 4\n"
+            for k in range(ENTRY_DWORDS)
+        )
+    else:
+        for piece in range(ENTRY_DWORDS // 4):
+            vector = "undef"
+            for k in range(4):
+                body += (
+                    f"  %v{piece}.{k} = insertelement <4 x i32> {vector}, i32 %d.{4 * piece + k}, i32 {k}\n"
+                )
+                vector = f"%v{piece}.{k}"
+            body += (
+                f"  %q{piece} = getelementptr i32, ptr addrspace(1) %record, i64 {4 * piece}\n"
+                f"  store <4 x i32> {vector}, ptr addrspace(1) %q{piece}, align 16\n"
+            )
+    return head + body + "  ret void\n}\n"
+
+
+def _rows_ir() -> str:
+    """`stores_ir("rows")`'s body: 8 rows, each lane computing the entry its dword belongs to and
+    picking its field `j mod 8` (the same in every row: 32 is a multiple of 8)."""
+    code = (
+        "  %lane = and i32 %id, 31\n  %warp.first = sub i32 %id, %lane\n  %field = and i32 %id, 7\n"
+        "  %eighth = lshr i32 %lane, 3\n  %warp.first.wide = zext i32 %warp.first to i64\n"
+        f"  %warp.index = mul i64 %warp.first.wide, {ENTRY_DWORDS}\n"
+        "  %lane.wide = zext i32 %lane to i64\n  %warp.at = add i64 %warp.index, 4\n"
+        "  %mine = add i64 %warp.at, %lane.wide\n"
+    )
+    code += "".join(f"  %is.{k} = icmp eq i32 %field, {k}\n" for k in range(1, ENTRY_DWORDS))
+    for row in range(ENTRY_DWORDS):
+        n = f".r{row}"
+        code += f"  %entry{n}.base = add i32 %warp.first, {4 * row}\n"
+        code += f"  %entry{n} = add i32 %entry{n}.base, %eighth\n"
+        code += entry_dwords_ir(f"%entry{n}", n)
+        chosen = f"%d{n}.0"
+        for k in range(1, ENTRY_DWORDS):
+            code += f"  %pick{n}.{k} = select i1 %is.{k}, i32 %d{n}.{k}, i32 {chosen}\n"
+            chosen = f"%pick{n}.{k}"
+        code += (
+            f"  %at{n} = add i64 %mine, {32 * row}\n"
+            f"  %slot{n} = getelementptr i32, ptr addrspace(1) %buf, i64 %at{n}\n"
+            f"  store i32 {chosen}, ptr addrspace(1) %slot{n}, align 4\n"
+        )
+    return code
+
+
+STORE_PATTERNS = {  # stores_ir's patterns, as the tables name them
+    "dwords": "per-lane dwords",
+    "pieces": "per-lane 16 bytes",
+    "rows": "warp-coalesced rows",
+}
 
 
 def compute_ir(with_printf: bool, steps: int) -> str:
@@ -225,12 +308,42 @@ def calls_ir(inline: bool) -> str:
     )
 
 
-def lower(text: str, aggregate: bool | None = None) -> LoweredModule:
-    """Lowered for nvptx; `aggregate` None: as the target does (in the IR where ptxas cannot aggregate);
-    False: never in the IR; True: in the IR for every printf."""
-    policy = {None: Aggregation.OUTSIDE_ENTRIES, False: Aggregation.NEVER, True: Aggregation.ALWAYS}
-    target = dataclasses.replace(get_target("nvptx"), aggregation=policy[aggregate])
+NVPTX = get_target("nvptx")
+# How a printf stores its entries, each a variant of the nvptx target (issue #22): the name (c), (d) and
+# (w) print, and the target's fields it changes. "as lowered" is the target as it is.
+VARIANTS: dict[str, dict] = {
+    "as lowered": {},
+    "lane": {"aggregation": Aggregation.OUTSIDE_ENTRIES, "entry_stores": EntryStores.LANE},
+    "lane, aggregated": {"aggregation": Aggregation.ALWAYS, "entry_stores": EntryStores.LANE},
+    "vector": {"aggregation": Aggregation.OUTSIDE_ENTRIES, "entry_stores": EntryStores.VECTOR},
+    "shuffle": {"aggregation": Aggregation.ALWAYS, "entry_stores": EntryStores.SHUFFLE},
+    "shared": {"aggregation": Aggregation.ALWAYS, "entry_stores": EntryStores.SHARED},
+    "lane, cold": {"aggregation": Aggregation.OUTSIDE_ENTRIES, "cold_printf": True},
+    "shuffle, cold": {
+        "aggregation": Aggregation.ALWAYS,
+        "entry_stores": EntryStores.SHUFFLE,
+        "cold_printf": True,
+    },
+    "shared, cold": {
+        "aggregation": Aggregation.ALWAYS,
+        "entry_stores": EntryStores.SHARED,
+        "cold_printf": True,
+    },
+}
+
+
+def variant(name: str) -> Target:
+    return dataclasses.replace(NVPTX, **VARIANTS[name])
+
+
+def lower(text: str, target: Target = NVPTX) -> LoweredModule:
+    """`text` lowered for nvptx, or a variant of it."""
     return lower_sources([Source("bench.ll", text)], target=target)
+
+
+def lowered_kernel_ptx(text: str, target: Target = NVPTX, takes_abort_buffer: bool = False) -> str:
+    lowered = lower(text, target)
+    return kernel_ptx(lowered.ir, EntryPoint("main", takes_abort_buffer))
 
 
 # Measuring.
@@ -397,13 +510,19 @@ def cuda_printf_run(function, invocations: int, output: str, launch_lines: int) 
     return kernel_ms, seconds, -(-invocations // launch_lines)
 
 
-def check_against_cuda(buffer: Buffer, table, function, invocations: int, launch_lines: int) -> None:
-    """The lowered text equals CUDA printf's output, line for line as multisets."""
+def cuda_printf_lines(function, invocations: int, launch_lines: int) -> Counter:
+    """CUDA printf's output for `invocations`, as a multiset of lines."""
     with tempfile.NamedTemporaryFile(suffix=".txt") as output:
         cuda_printf_run(function, invocations, output.name, launch_lines)
-        cuda_lines = Counter(Path(output.name).read_text().splitlines(keepends=True))
+        return Counter(Path(output.name).read_text().splitlines(keepends=True))
+
+
+def check_against_cuda(buffer: Buffer, table, cuda_lines: Counter, invocations: int, name: str) -> None:
+    """The lowered text equals CUDA printf's output, line for line as multisets."""
     ours = Counter(decode_printf_buffer(buffer.download(), table).text().splitlines(keepends=True))
-    assert len(ours) == invocations and ours == cuda_lines, "lowered printf and CUDA printf disagree"
+    assert len(ours) == invocations and ours == cuda_lines, (
+        f"lowered printf ({name}) and CUDA printf disagree"
+    )
 
 
 def fork_seconds(processes: int) -> float:
@@ -418,7 +537,6 @@ def fork_seconds(processes: int) -> float:
 class Row:
     invocations: int
     lowered_ms: float
-    stores_ms: float
     cuda_ms: float
     single: EndToEnd
     parallel: EndToEnd
@@ -427,8 +545,8 @@ class Row:
 
     def __str__(self) -> str:
         return (
-            f"{power(self.invocations)}: lowered {self.lowered_ms:.3f} ms, plain stores "
-            f"{self.stores_ms:.3f} ms, CUDA printf {self.cuda_ms:.1f} ms in {self.launches} launch(es)\n"
+            f"{power(self.invocations)}: lowered {self.lowered_ms:.3f} ms, "
+            f"CUDA printf {self.cuda_ms:.1f} ms in {self.launches} launch(es)\n"
             f"  end to end in 1 process {self.single}\n"
             f"  end to end in {RENDER_PROCESSES} processes {self.parallel}\n"
             f"  CUDA printf to /dev/null {self.cuda_seconds:.3f} s"
@@ -439,8 +557,7 @@ class Row:
         return (
             f"| {power(self.invocations)} | {self.cuda_ms:.1f} / {self.lowered_ms:.3f} ms = "
             f"{self.cuda_ms / self.lowered_ms:,.0f}x | {cuda:.2f} / {single:.2f} s = {cuda / single:.1f}x "
-            f"| {cuda:.2f} / {parallel:.3f} s = {cuda / parallel:.1f}x "
-            f"| {self.lowered_ms:.3f} / {self.stores_ms:.3f} ms = {self.lowered_ms / self.stores_ms:.2f}x |"
+            f"| {cuda:.2f} / {parallel:.3f} s = {cuda / parallel:.1f}x |"
         )
 
 
@@ -448,9 +565,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--min-log2", type=int, default=20)
     parser.add_argument("--max-log2", type=int, default=24)
+    parser.add_argument("--parts", default="a,b,c,d,w", help="the comparisons to run, of a, b, c, d, w")
+    parser.add_argument("--ptx", action="store_true", help="no GPU: the PTX of every kernel and variant")
     parser.add_argument("--sass-dir", type=Path, help="save the SASS of the aggregation kernels here")
     parser.add_argument("--gates", action="store_true", help="only the cost of the printf gates (issue 23)")
     args = parser.parse_args()
+    if args.ptx:
+        print("\n".join(ptx_summary()))
+        return
+    parts = set(args.parts.split(","))
     sizes = [1 << n for n in range(args.min_log2, args.max_log2 + 1)]
     largest = sizes[-1]
     if args.gates:
@@ -460,7 +583,6 @@ def main() -> None:
     print(
         f"device: {properties['name'].decode()}, CuPy {cupy.__version__}, {RENDER_PROCESSES} render processes"
     )
-
     fifo = int(largest * CUDA_PRINTF_RECORD_BYTES * CUDA_PRINTF_FIFO_MARGIN)
     cupy.cuda.runtime.deviceSetLimit(CUDA_LIMIT_PRINTF_FIFO_SIZE, fifo)
     fifo = cupy.cuda.runtime.deviceGetLimit(CUDA_LIMIT_PRINTF_FIFO_SIZE)
@@ -471,18 +593,32 @@ def main() -> None:
         f"launches of at most {launch_lines:,} invocations"
     )
     cuda_printf = cupy.RawKernel(CUDA_PRINTF_SOURCE, "cuda_printf", options=("--fmad=false",))
+    lines = []
+    if "c" in parts:
+        lines += compare_stores(sizes, cuda_printf_lines(cuda_printf, sizes[0], launch_lines))
+    if "d" in parts:
+        lines += [compare_compute(largest, steps) for steps in COMPUTE_STEPS]
+    if "w" in parts:
+        lines += compare_aggregation(min(largest, AGGREGATION_INVOCATIONS), args.sass_dir)
+    print("\n".join(lines), flush=True)
+    if parts & {"a", "b"}:
+        rows = end_to_end(sizes, cuda_printf, launch_lines)
+        print(
+            "\n| invocations | (a) kernel: CUDA printf / lowered | (b) end to end: CUDA / lowered, 1 process "
+            f"| (b) end to end: CUDA / lowered, {RENDER_PROCESSES} processes |"
+        )
+        print("| --- | --- | --- | --- |")
+        print("\n".join(row.table_row() for row in rows))
+        print("\n".join(lines))
+
+
+def end_to_end(sizes: list[int], cuda_printf, launch_lines: int) -> list[Row]:
+    """(a) and (b) at every size, the lowered printf as lowered."""
     lowered = lower(PRINTF_IR)
     printf_ptx = kernel_ptx(lowered.ir, find_entry(lowered.ir, "main", lowered.target))
     printf_kernel = CudaKernel(printf_ptx)
-    stores_kernel = kernel(stores_ir())
-    print(f"lowered printf kernel {sass_summary(printf_ptx, 'printf', args.sass_dir)}")
-
-    compute_figures = [compare_compute(largest, steps) for steps in COMPUTE_STEPS]
-    aggregation_lines = compare_aggregation(largest, args.sass_dir)
-    print("\n".join([*compute_figures, *aggregation_lines]), flush=True)
-
-    buffer = Buffer(ENTRY_DWORDS * largest)
-    plain = Buffer(ENTRY_DWORDS * largest)
+    print(f"lowered printf kernel {sass_summary(printf_ptx, 'printf', None)}")
+    buffer = Buffer(ENTRY_DWORDS * sizes[-1])
     cuda_printf_run(cuda_printf, 1024, os.devnull, launch_lines)  # load and warm up
     fork = fork_seconds(RENDER_PROCESSES)
     began = time.perf_counter()
@@ -498,60 +634,89 @@ def main() -> None:
         def lowered_run(n=invocations):
             printf_kernel.launch(buffer.ptr, 0, n)
 
-        def stores_run(n=invocations):
-            stores_kernel.launch(plain.ptr, 0, n)
-
         lowered_run()
-        stores_run()
         lowered_ms = statistics.median(elapsed_ms(lowered_run, buffer.reset))
-        stores_ms = statistics.median(elapsed_ms(stores_run))
         assert buffer.offset() == ENTRY_DWORDS * invocations
-        words = ENTRY_DWORDS * invocations
-        entries = buffer.array[4 : 4 + words].reshape(invocations, ENTRY_DWORDS)
-        in_order = entries[cupy.argsort(entries[:, 2])]
-        assert bool((in_order == plain.array[4 : 4 + words].reshape(invocations, ENTRY_DWORDS)).all())
-        if invocations == sizes[0]:
-            check_against_cuda(buffer, lowered.table, cuda_printf, invocations, launch_lines)
         single, lines = lowered_end_to_end(lowered_run, buffer, lowered.table, None)
         parallel, parallel_lines = lowered_end_to_end(lowered_run, buffer, lowered.table, pool)
         assert lines == parallel_lines == invocations
         cuda_ms, cuda_seconds, launches = cuda_printf_run(cuda_printf, invocations, os.devnull, launch_lines)
-        rows.append(
-            Row(invocations, lowered_ms, stores_ms, cuda_ms, single, parallel, cuda_seconds, launches)
-        )
+        rows.append(Row(invocations, lowered_ms, cuda_ms, single, parallel, cuda_seconds, launches))
         print(rows[-1], flush=True)
     pool.close()
+    return rows
 
-    print(
-        "\n| invocations | (a) kernel: CUDA printf / lowered | (b) end to end: CUDA / lowered, 1 process "
-        f"| (b) end to end: CUDA / lowered, {RENDER_PROCESSES} processes | (c) lowered / plain stores |"
+
+def compare_stores(sizes: list[int], cuda_lines: Counter) -> list[str]:
+    """(c): every variant of the lowered printf against the three ways of storing the same bytes, at
+    every size; each variant's entries checked against the stores', its text against CUDA printf's."""
+    stores = {name: kernel(stores_ir(pattern)) for pattern, name in STORE_PATTERNS.items()}
+    printfs = {}
+    for name in VARIANTS:
+        lowered = lower(PRINTF_IR, variant(name))
+        printfs[name] = (CudaKernel(kernel_ptx(lowered.ir, EntryPoint("main", False))), lowered.table)
+    buffer, plain = Buffer(ENTRY_DWORDS * sizes[-1]), Buffer(ENTRY_DWORDS * sizes[-1])
+    lines = [
+        "\n(c) lowered printf in each variant against plain stores of the same bytes (kernel ms, medians):"
+    ]
+    for invocations in sizes:
+        words = ENTRY_DWORDS * invocations
+        reference = None
+        times = {}
+        for name, compiled in stores.items():
+            plain.array[4 : 4 + words] = 0
+            times[name] = statistics.median(
+                elapsed_ms(lambda c=compiled, n=invocations: c.launch(plain.ptr, 0, n))
+            )
+            written = plain.array[4 : 4 + words].reshape(invocations, ENTRY_DWORDS)
+            if reference is None:
+                reference = written.copy()
+            assert bool((written == reference).all()), f"{name} stores other bytes"
+        for name, (compiled, table) in printfs.items():
+
+            def run(compiled=compiled, n=invocations):
+                compiled.launch(buffer.ptr, 0, n)
+
+            run()
+            times[name] = statistics.median(elapsed_ms(run, buffer.reset))
+            assert buffer.offset() == words, name
+            entries = buffer.array[4 : 4 + words].reshape(invocations, ENTRY_DWORDS)
+            assert bool((entries[cupy.argsort(entries[:, 2])] == reference).all()), f"{name}: other entries"
+            if invocations == sizes[0]:
+                check_against_cuda(buffer, table, cuda_lines, invocations, name)
+        rows = times[STORE_PATTERNS["rows"]]
+        lines.append(
+            f"(c) {power(invocations)}: "
+            + ", ".join(f"{name} {times[name]:.3f} ms" for name in STORE_PATTERNS.values())
+            + "; lowered printf: "
+            + ", ".join(f"{name} {times[name]:.3f} ms ({times[name] / rows:.2f}x rows)" for name in VARIANTS)
+        )
+        print(lines[-1], flush=True)
+    lines.append(
+        "(c) checked: every variant's entries equal the plain stores' at every size, and its text equals "
+        f"CUDA printf's at {power(sizes[0])} (same lines, as multisets)"
     )
-    print("| --- | --- | --- | --- | --- |")
-    print("\n".join(row.table_row() for row in rows))
-    print("\n".join(compute_figures))
-    print("\n".join(aggregation_lines))
+    return lines
 
 
 def compare_compute(invocations: int, steps: int) -> str:
-    """(d): the compute kernel with its never-taken printf (as lowered: its reservation left to ptxas; and
-    aggregated in the IR),
-    with a never-taken branch around one plain store instead (the cost of the branch alone), and CUDA's
-    own printf left in the same kernel, each against its kernel without: interleaved batches of launches."""
+    """(d): the compute kernel with its never-taken printf, as lowered and in every variant, with a
+    never-taken branch around one plain store instead (the cost of the branch alone), and CUDA's own
+    printf left in the same kernel, each against its kernel without: interleaved batches of launches."""
     buffer = Buffer(1024)
     store = (
         "  %early = getelementptr float, ptr addrspace(7) %out, i32 %id\n"
         "  store volatile float 0.000000e+00, ptr addrspace(7) %early, align 4\n"
     )
     printf = printf_call("%buf", "nan", "i32 %id, float %a.next, float %b.next")
-    variants = {
-        "without": (compute_ir(False, steps), None),
-        "printf": (compute_ir(True, steps), None),
-        "printf, aggregated in the IR": (compute_ir(True, steps), True),
-        "branch around a store": (compute_ir(True, steps).replace(printf, store), None),
+    kernels = {
+        "without": (compute_ir(False, steps), NVPTX),
+        "branch around a store": (compute_ir(True, steps).replace(printf, store), NVPTX),
+        **{name: (compute_ir(True, steps), variant(name)) for name in VARIANTS},
     }
     outputs, runs = {}, {}
-    for name, (ir, aggregate) in variants.items():
-        compiled = CudaKernel(kernel_ptx(lower(ir, aggregate).ir, EntryPoint("main", True)))
+    for name, (ir, target) in kernels.items():
+        compiled = CudaKernel(lowered_kernel_ptx(ir, target, takes_abort_buffer=True))
         outputs[name] = out = cupy.zeros(invocations, dtype=cupy.float32)
         runs[name] = lambda compiled=compiled, out=out: compiled.launch(buffer.ptr, out.data.ptr, invocations)
     grid = cuda_grid(invocations)
@@ -564,31 +729,31 @@ def compare_compute(invocations: int, steps: int) -> str:
         run()
     assert buffer.offset() == 0
     assert all(bool((out == outputs["without"]).all()) for out in outputs.values())
-    times = {name: statistics.median(t) for name, t in interleaved_ms(runs, batch=20, rounds=80).items()}
+    times = {name: statistics.median(t) for name, t in interleaved_ms(runs, batch=20, rounds=60).items()}
 
-    def cost(name: str, baseline: str) -> str:
+    def cost(name: str, baseline: str = "without") -> str:
         return f"{100 * (times[name] / times[baseline] - 1):+.2f}%"
 
     return (
         f"(d) {steps * 4} arithmetic instructions an invocation, {power(invocations)} invocations, against "
-        f"the kernel without ({times['without']:.4f} ms): never-taken printf {cost('printf', 'without')}, "
-        f"aggregated in the IR {cost('printf, aggregated in the IR', 'without')}; a never-taken branch "
-        f"around one store {cost('branch around a store', 'without')}; CUDA's printf left in the same kernel "
-        f"{cost('CUDA printf', 'CUDA without')}"
+        f"the kernel without ({times['without']:.4f} ms): never-taken printf "
+        + ", ".join(f"{name} {cost(name)}" for name in VARIANTS)
+        + f"; a never-taken branch around one store {cost('branch around a store')}; CUDA's printf left in "
+        f"the same kernel {cost('CUDA printf', 'CUDA without')}"
     )
 
 
 def compare_aggregation(invocations: int, sass_dir: Path | None) -> list[str]:
-    """Kernel times and SASS of three printfs an invocation, with and without warp aggregation."""
+    """(w): kernel times and SASS of three printfs an invocation, in every variant."""
     lines = [
-        "\nwarp aggregation, 3 printf calls an invocation (1 under a divergent branch), "
-        f"{power(invocations)} invocations:"
+        "\n(w) 3 printf calls an invocation (1 under a divergent branch), "
+        f"{power(invocations)} invocations, in each variant:"
     ]
     dwords = invocations * (3 + 4 + 3)
     buffer = Buffer(dwords)
     for inline in (True, False):
-        for aggregate in (False, True):
-            lowered = lower(calls_ir(inline), aggregate=aggregate)
+        for name in VARIANTS:
+            lowered = lower(calls_ir(inline), variant(name))
             ptx = kernel_ptx(lowered.ir, EntryPoint("main", False))
             compiled = CudaKernel(ptx)
 
@@ -599,12 +764,12 @@ def compare_aggregation(invocations: int, sass_dir: Path | None) -> list[str]:
             milliseconds = statistics.median(elapsed_ms(run, buffer.reset))
             decoding = decode_printf_buffer(buffer.download(), lowered.table)
             expected = invocations * 2 + -(-invocations // 3)
-            assert len(decoding.entries) == expected and not decoding.issues
-            name = f"{'inlined' if inline else 'called'}-{'aggregated' if aggregate else 'plain'}"
+            assert len(decoding.entries) == expected and not decoding.issues, name
+            where = "inlined" if inline else "called"
+            label = f"{where}-{name.replace(', ', '-')}"
             lines.append(
-                f"  body {'inlined' if inline else 'called (noinline)'}, "
-                f"{'aggregated in the IR' if aggregate else 'one atomic per call'}: {milliseconds:.3f} ms; "
-                f"{sass_summary(ptx, name, sass_dir)}"
+                f"  (w) body {'inlined' if inline else 'called (noinline)'}, {name}: {milliseconds:.3f} ms; "
+                f"{sass_summary(ptx, label, sass_dir)}"
             )
     return lines
 
@@ -669,6 +834,38 @@ def compare_gates(invocations: int, steps: int = GATE_STEPS) -> list[str]:
         f"(d) gates, {steps * 4} arithmetic instructions an invocation, {power(invocations)} invocations, a "
         f"printf every invocation reaches, against the kernel without it ({base:.4f} ms): {costs}"
     ]
+
+
+def ptx_summary() -> list[str]:
+    """`--ptx`: each kernel of (c), (d) and (w) lowered in every variant, and the instructions its PTX
+    is made of (stores, loads, shuffles, barriers, atomics, calls), with no GPU."""
+    programs = {
+        "(c) printf": (PRINTF_IR, False),
+        "(d) never-taken printf": (compute_ir(True, COMPUTE_STEPS[0]), True),
+        "(w) 3 printfs, called": (calls_ir(False), False),
+    }
+    lines = []
+    for pattern, name in STORE_PATTERNS.items():
+        lines.append(
+            f"(c) {name}: {ptx_instructions(kernel_ptx(stores_ir(pattern), EntryPoint('main', False)))}"
+        )
+    for program, (text, abort) in programs.items():
+        for name in VARIANTS:
+            ptx = lowered_kernel_ptx(text, variant(name), takes_abort_buffer=abort)
+            lines.append(f"{program}, {name}: {ptx_instructions(ptx)}")
+    return lines
+
+
+def ptx_instructions(ptx: str) -> str:
+    """How many instructions the PTX has, and of the kinds that store entries."""
+    body = [line.strip() for line in ptx.splitlines() if re.match(r"\s+[@a-z]", line)]
+    pattern = re.compile(
+        r"(st|ld)\.(global|shared)(\.v[24])?|atom\.global\.add|shfl\.sync|bar\.warp\.sync|call\.uni|selp"
+    )
+    kinds = Counter(found.group(0) for line in body for found in [pattern.search(line)] if found)
+    return f"{len(body)} instructions; " + ", ".join(
+        f"{count} {kind}" for kind, count in sorted(kinds.items())
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ invocation's parity, which LLVM folds once it unrolls the loop (the kernel becom
 code, which its counters keep it from becoming); in the other on a value computed each iteration, so
 that they stay branches, as a shader's do.
 
+Instrumented kernels are measured with the counters on blocks and on edges (`CounterPlacement`).
+
 On the cpu (`--cpu`): the cpu device's own seconds for the invocations (not compiling or starting the
 worker), best of `--repeat`, instrumented against not, on 1 and 2 threads; beside it the same loop in C
 built by clang at -O2 with and without `-fprofile-instr-generate` (its counters updated atomically on 2
@@ -21,12 +23,13 @@ program's wall-clock time and as ncu's own; (c) `samples/profile.ll` and generat
 invocations on the nvptx device, every block's count against the numpy oracle of the tests.
 
     python3 tests/benchmarks/bench_instrumentation.py --cpu [--cpu-log2 22] [--repeat 5]
-    python3 tests/benchmarks/bench_instrumentation.py [--log2 24]
+    python3 tests/benchmarks/bench_instrumentation.py [--log2 24] [--parts a,b,c] [--seeds 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -36,9 +39,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lowering.devices.harness import run_sources
+from lowering.devices.harness import run_lowered, run_sources
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
+from lowering.targets.target import CounterPlacement, get_target
 from metadata.instrumentation import InstrumentationTable, read_counters
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -204,14 +208,27 @@ int main(int argc, char **argv) {
 )
 
 
-def device_seconds(kernel: Kernel, invocations: int, threads: int, instrument: bool) -> float:
-    """The cpu device's own seconds for one run of `kernel` (not compiling or starting the worker)."""
-    result = run_sources(
-        [Source("loop.ll", kernel.ir)],
-        invocations=invocations,
-        threads=threads,
-        data_buffers=[bytes(4 * invocations)],
-        instrument=instrument,
+PLACEMENTS = {
+    None: "uninstrumented",
+    **{placement: f"counters on {placement.value}" for placement in CounterPlacement},
+}
+
+
+def target(device: str, placement: CounterPlacement | None):
+    """The device's target, its counters placed as `placement` says (None: as it places them)."""
+    found = get_target(device)
+    return found if placement is None else dataclasses.replace(found, counter_placement=placement)
+
+
+def device_seconds(
+    kernel: Kernel, invocations: int, threads: int, placement: CounterPlacement | None
+) -> float:
+    """The cpu device's own seconds for one run of `kernel` (not compiling or starting the worker),
+    uninstrumented (`placement` None) or with its counters placed as `placement` says."""
+    instrument = placement is not None
+    lowered = lower_sources([Source("loop.ll", kernel.ir)], target("cpu", placement), instrument=instrument)
+    result = run_lowered(
+        lowered, invocations=invocations, threads=threads, data_buffers=[bytes(4 * invocations)]
     )
     assert not result.device_lost and result.status.seconds is not None, result.loss
     if instrument:
@@ -244,15 +261,19 @@ def cpu_ratios(log2: int, repeat: int) -> list[str]:
                     builds[name] = binary
             for threads in (1, 2):
                 best = {
-                    instrument: min(
-                        device_seconds(kernel, invocations, threads, instrument) for _ in range(repeat)
+                    placement: min(
+                        device_seconds(kernel, invocations, threads, placement) for _ in range(repeat)
                     )
-                    for instrument in (False, True)
+                    for placement in PLACEMENTS
                 }
                 line = (
                     f"cpu, {kernel.name}, {threads} thread(s), 2^{log2} invocations of {STEPS} iterations: "
-                    f"uninstrumented {best[False] * 1e3:.1f} ms, instrumented {best[True] * 1e3:.1f} ms, "
-                    f"ratio {best[True] / best[False]:.3f}"
+                    f"uninstrumented {best[None] * 1e3:.1f} ms, "
+                    + ", ".join(
+                        f"{PLACEMENTS[placement]} {best[placement] * 1e3:.1f} ms "
+                        f"(ratio {best[placement] / best[None]:.3f})"
+                        for placement in CounterPlacement
+                    )
                 )
                 if builds:
                     profiled = "profiled" if threads == 1 else "profiled-atomic"
@@ -299,31 +320,40 @@ def gpu_ratios(log2: int) -> list[str]:
     out = cupy.zeros(invocations, dtype=cupy.float32)
     lines = []
     for kernel in KERNELS:
-        runs = {}
-        for instrument in (False, True):
-            lowered = lower_sources([Source("loop.ll", kernel.ir)], "nvptx", instrument=instrument)
+        runs, counters = {}, {}
+        for placement in PLACEMENTS:
+            lowered = lower_sources(
+                [Source("loop.ll", kernel.ir)], target("nvptx", placement), instrument=placement is not None
+            )
             entry = EntryPoint("main", True, 1)
             loaded = CudaKernel(
                 kernel_ptx(lowered.ir, entry, runtime_globals=[INSTRUMENTATION_BUFFER_GLOBAL])
             )
-            if instrument:
+            if placement is not None:
                 assert lowered.instrumentation is not None
                 table = lowered.instrumentation
-                counters = cupy.asarray(memoryview(table.initial_buffer()), dtype=cupy.uint8)
-                address = counters.data.ptr.to_bytes(8, "little")
+                buffer = cupy.asarray(memoryview(table.initial_buffer()), dtype=cupy.uint8)
+                counters[placement] = (table, buffer)
+                address = buffer.data.ptr.to_bytes(8, "little")
                 loaded.set_global(ptx_name(INSTRUMENTATION_BUFFER_GLOBAL), address)
-            runs[instrument] = lambda loaded=loaded: loaded.launch(
+            runs[placement] = lambda loaded=loaded: loaded.launch(
                 printf.data.ptr, abort.data.ptr, invocations, data=(out.data.ptr,)
             )
         medians = interleaved_medians(runs)
         launches = 1 + ROUNDS * BATCH
-        counts = read_counters(counters.get().tobytes(), table)
-        assert counts[_loop_block(table)] == STEPS * invocations * launches
-        plain, counted = medians[False], medians[True]
+        for table, buffer in counters.values():
+            counts = read_counters(buffer.get().tobytes(), table)
+            assert counts[_loop_block(table)] == STEPS * invocations * launches
+        plain = medians[None]
         lines.append(
             f"(a) GPU, {kernel.name}, 2^{log2} invocations of {STEPS} iterations: uninstrumented "
-            f"{plain:.4f} ms, instrumented {counted:.4f} ms, ratio {counted / plain:.3f} "
-            f"(counts exact over {launches} launches)"
+            f"{plain:.4f} ms, "
+            + ", ".join(
+                f"{PLACEMENTS[placement]} ({counters[placement][0].counter_count} counters) "
+                f"{medians[placement]:.4f} ms, ratio {medians[placement] / plain:.3f}"
+                for placement in CounterPlacement
+            )
+            + f" (counts exact over {launches} launches)"
         )
     return lines
 
@@ -423,14 +453,19 @@ def main() -> None:
     parser.add_argument("--cpu-log2", type=int, default=22)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seeds", type=int, default=4, help="generated shaders checked at 2^log2 (c)")
+    parser.add_argument("--parts", default="a,b,c", help="the GPU comparisons to run, of a, b, c")
     args = parser.parse_args()
     if args.cpu:
         print("\n".join(cpu_ratios(args.cpu_log2, args.repeat)), flush=True)
         return
-    print("\n".join(gpu_ratios(args.log2)), flush=True)
-    with tempfile.TemporaryDirectory() as directory:
-        print("\n".join(ncu_ratios(args.log2, Path(directory))), flush=True)
-    print("\n".join(exact_counts(args.log2, range(args.seeds))), flush=True)
+    parts = set(args.parts.split(","))
+    if "a" in parts:
+        print("\n".join(gpu_ratios(args.log2)), flush=True)
+    if "b" in parts:
+        with tempfile.TemporaryDirectory() as directory:
+            print("\n".join(ncu_ratios(args.log2, Path(directory))), flush=True)
+    if "c" in parts:
+        print("\n".join(exact_counts(args.log2, range(args.seeds))), flush=True)
 
 
 if __name__ == "__main__":

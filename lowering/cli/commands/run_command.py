@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         dump_buffers(args.dump_buffers, result.data_buffers)
         if result.profile is not None:
             path = os.path.join(args.dump_buffers, INSTRUMENTATION_DUMP)
-            write_output(path, result.profile.table.buffer(result.profile.counts))
+            write_output(path, result.profile.table.buffer(result.profile.counters))
         for shadow in result.race_shadows:
             write_output(os.path.join(args.dump_buffers, race_dump_name(shadow)), bytes(shadow))
     status = EXIT_STATUS[result.ending]
