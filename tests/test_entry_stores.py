@@ -33,8 +33,8 @@ from lowering.devices.nvptx import kernel_ptx
 from lowering.devices.nvptx_worker import BLOCK_THREADS
 from lowering.lowered_module import Source
 from lowering.passes.entry_stores import MAX_TOGETHER_DWORDS, SCRATCH_WARPS
+from lowering.passes.helpers import COUNTER_TYPE, HelperSet, PrintfGate
 from lowering.passes.helpers import PRINTF as PRINTF_KIND
-from lowering.passes.helpers import HelperSet
 from lowering.pipeline import lower_sources
 from lowering.targets.machines import host_target_machine
 from lowering.targets.target import NVPTX_BLOCK_THREADS, Aggregation, EntryStores, get_target
@@ -482,3 +482,27 @@ def test_the_mixed_program_prints_its_lines_on_the_cpu():
     result = run_sources([Source("mixed.ll", mixed_program())], invocations=100, threads=2)
     assert Counter(result.text().splitlines(keepends=True)) == mixed_lines(100)
     assert result.printf.buffer_offset == sum(MIXED_DWORDS[line[0]] for line in mixed_lines(100).elements())
+
+
+@pytest.mark.parametrize(("limit", "already"), [(5, 0), (40, 20), (3, 3), (100, 0)])
+def test_a_warp_counts_its_lines_at_a_site_with_one_atomic_and_writes_the_first_ones(limit, already):
+    """`--max-lines-per-site`: the lanes of a warp add to their site's counter through the warp-aggregated
+    add, each seeing the count its own add would have; the lanes below the limit, in lane order, write."""
+    helpers = HelperSet("t.", PrintfGate(line_limit=limit))
+    helper = helpers.get(PRINTF_KIND, COUNTER_TYPE, (("i32", False),), True, False)
+    module = helpers.module(target(EntryStores.LANE))
+    warp = _warp(Case([], EntryStores.LANE))
+    counter = OTHER
+    warp.memory.write(BASE, struct.pack("<QII", 0, 1 << 20, 0))
+    warp.memory.write(counter, struct.pack("<Q", already))
+    header = entry_header(FORMAT_ID, helper.entry_dwords)
+    arguments = [[BASE, header, counter, lane] for lane in range(LANES)]
+    warp.run(module.get_global(helper.name), FULL, arguments)
+    writers = max(0, min(LANES, limit - already))
+    assert struct.unpack("<Q", warp.memory.read(counter, 8))[0] == already + LANES
+    assert struct.unpack("<Q", warp.memory.read(BASE, 8))[0] == writers * helper.entry_dwords
+    written = warp.memory.read(BASE + 16, writers * helper.entry_dwords * 4)
+    lanes = sorted(struct.unpack_from("<I", written, k * 12 + 8)[0] for k in range(writers))
+    assert lanes == list(range(writers))
+    body = str(module.get_global(helper.name))
+    assert "atomicrmw" not in body and body.count('call i64 @"t.reserve.0"') == 2  # counter, reservation

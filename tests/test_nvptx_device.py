@@ -89,7 +89,7 @@ def test_the_nvptx_target_is_issue_22s_choice():
     assert (nvptx.aggregation, nvptx.entry_stores, nvptx.cold_printf) == (
         Aggregation.ALWAYS,
         EntryStores.SHUFFLE,
-        True,
+        False,
     )
 
 

@@ -208,7 +208,8 @@ def define_helper(
     exit_block = function.append_basic_block("stop" if is_abort else "done")
     reserving = function.append_basic_block("reserve")
     if gate.invocations is not None or gate.takes_counter:
-        _pass_gate(ir.IRBuilder(function.append_basic_block("gate")), gate, given, reserving, exit_block)
+        gate_block = ir.IRBuilder(function.append_basic_block("gate"))
+        _pass_gate(gate_block, gate, given, (reserving, exit_block), reserve)
     builder = ir.IRBuilder(reserving)
     together = _writes_together(helper, target)
     reservation = None
@@ -266,12 +267,16 @@ def _pass_gate(
     builder: ir.IRBuilder,
     gate: PrintfGate,
     given: dict[str, ir.Value],
-    reserve: ir.Block,
-    exit_block: ir.Block,
+    targets: tuple[ir.Block, ir.Block],
+    aggregated_add: ir.Function | None,
 ) -> None:
-    """The gate's checks, each branching to `exit_block` when it fails, then to `reserve`: the invocation
-    ID in one of the ranges (`id - low <= high - low`, unsigned), then the site's count, added to with
-    one monotonic atomic add, below the limit."""
+    """The gate's checks, each branching to the exit block (`targets[1]`) when it fails, then to the
+    reservation (`targets[0]`): the invocation ID in one of the ranges (`id - low <= high - low`,
+    unsigned), then the site's count, added to with one monotonic atomic add, below the limit. Where the
+    target aggregates (`aggregated_add`, `warp_aggregation`), a warp's lanes at the site add to the
+    count with one atomic, each getting the value its own add would have: on one address per site, a
+    printf that every invocation reaches would otherwise queue an atomic per invocation."""
+    reserve, exit_block = targets
     function = builder.function
     if gate.invocations is not None:
         invocation, kept = given["invocation"], None
@@ -289,7 +294,10 @@ def _pass_gate(
         builder.cbranch(kept, counting, exit_block)
         builder.position_at_end(counting)
     if gate.line_limit is not None:
-        seen = builder.atomic_rmw("add", given["counter"], constant(1), "monotonic", name="seen")
+        if aggregated_add is not None and aggregated_add.args[0].type == given["counter"].type:
+            seen = builder.call(aggregated_add, [given["counter"], constant(1)], name="seen")
+        else:
+            seen = builder.atomic_rmw("add", given["counter"], constant(1), "monotonic", name="seen")
         below = builder.icmp_unsigned("<", seen, constant(gate.line_limit), name="below")
         builder.cbranch(below, reserve, exit_block)
 
