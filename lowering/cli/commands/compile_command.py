@@ -10,27 +10,13 @@ from __future__ import annotations
 import argparse
 
 from ...codegen.emit import compile_object
-from ...ir.diagnostics import LoweringError
-from ...pipeline import lower_sources
-from . import EXIT_OK, warn, write_output
-from .lower_command import printf_options, read_sources, report
+from . import EXIT_OK, write_output
+from .lower_command import lower_inputs
 
 
 def run(args: argparse.Namespace) -> int:
-    sources = read_sources(args.inputs)
-    try:
-        lowered = lower_sources(
-            sources,
-            args.target,
-            validate=args.validate,
-            dialect=args.format_dialect,
-            instrument=args.instrument,
-            races=args.races,
-            **printf_options(args),
-        )
-    except LoweringError as failure:
-        return report(failure)
-    for message in lowered.warnings:
-        warn(message)
+    lowered = lower_inputs(args)
+    if isinstance(lowered, int):
+        return lowered
     write_output(args.output, compile_object(lowered, args.mcpu, source=", ".join(args.inputs)))
     return EXIT_OK

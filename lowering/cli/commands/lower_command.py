@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...ir.diagnostics import LoweringError
-from ...lowered_module import Source
+from ...lowered_module import LoweredModule, Source
 from ...pipeline import lower_sources
 from . import EXIT_BAD_INPUT, EXIT_OK, InputError, error, read_text, warn, write_output
 
@@ -20,6 +20,16 @@ STDIN_NAME = "<stdin>"
 
 
 def run(args: argparse.Namespace) -> int:
+    lowered = lower_inputs(args)
+    if isinstance(lowered, int):
+        return lowered
+    write_output(args.output, lowered.ir)
+    return EXIT_OK
+
+
+def lower_inputs(args: argparse.Namespace) -> LoweredModule | int:
+    """The command's inputs lowered with its options, its warnings printed; or, after reporting each
+    problem, the exit status."""
     try:
         lowered = lower_sources(
             read_sources(args.inputs),
@@ -34,8 +44,7 @@ def run(args: argparse.Namespace) -> int:
         return report(failure)
     for message in lowered.warnings:
         warn(message)
-    write_output(args.output, lowered.ir)
-    return EXIT_OK
+    return lowered
 
 
 def printf_options(args: argparse.Namespace) -> dict[str, Any]:
