@@ -144,6 +144,24 @@ def test_operands_proven_in_range_are_not_checked():
     assert table.sites == () and table.removed == 5
 
 
+def test_known_bits_prove_an_odd_divisor_and_a_short_shift_amount():
+    """`or x, 1` is never 0 (unsigned divisions only: `sdiv` may meet -1); `lshr x, 27` of an i32 is
+    below 32, `lshr x, 26` is not; `or x, 0` proves nothing."""
+    text = entry(
+        "  %odd = or i32 %id, 1\n  %q = udiv i32 -1, %odd\n  %r = urem i32 5, %odd\n"
+        "  %s = sdiv i32 5, %odd\n  %same = or i32 %id, 0\n  %t = udiv i32 5, %same\n"
+        "  %short = lshr i32 %id, 27\n  %a = shl i32 %q, %short\n"
+        "  %long = lshr i32 %id, 26\n  %b = shl i32 %q, %long\n",
+        buffers=[],
+    )
+    table = lower_sources([Source("test.ll", text)], validate="ub").validation
+    assert sorted(site.kind for site in table.sites) == ["sdiv", "shl", "udiv"]
+    unproven = text.replace("or i32 %id, 1", "add i32 %id, 1").replace("lshr i32 %id, 27", "lshr i32 %id, 26")
+    twin = lower_sources([Source("test.ll", unproven)], validate="ub").validation
+    assert sorted(site.kind for site in twin.sites) == ["sdiv", "shl", "shl", "udiv", "udiv", "urem"]
+    assert table.removed - twin.removed == 3
+
+
 NOINLINE_DIVISION = "define i32 @divide(i32 %a, i32 %b) noinline {\n  %q = sdiv i32 %a, %b\n  ret i32 %q\n}\n"
 
 

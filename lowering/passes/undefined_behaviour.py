@@ -6,8 +6,9 @@ value, a CPU may fault).
 `ub_test` gives, for one instruction, the IR that computes `%<names>bad` (an i1: the instruction would
 be undefined for at least one lane), and the IR that computes the operand a report shows (the divisor,
 the shift amount, the value converted; a vector's first bad lane). Tests that are provably passing
-(a constant divisor other than 0 and -1, a constant shift amount or one masked below the width) are
-left out. The pass puts the instruction behind the test; what a failing test does is the pass's.
+(a constant divisor other than 0 and -1, an unsigned divisor `or x, C` with C not 0, a constant shift
+amount or one masked below the width by `and`, `urem` or an `lshr` that leaves too few bits) are left
+out. The pass puts the instruction behind the test; what a failing test does is the pass's.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def ub_test(instruction: Instruction, names: str, definitions: dict[str, Instruc
     signed = opcode in ("sdiv", "srem")
     if lanes is not None and "0" not in lanes and not (signed and "-1" in lanes):
         return None
+    if not signed and _nonzero_by(definitions.get(right)):
+        return None
     least = str(-(1 << (shape.width - 1)))
     if not signed:
         lines = [f"%{names}lanes = icmp eq {shape.text} {right}, {shape.constant('0')}"]
@@ -121,15 +124,30 @@ def _masked(lanes: list[str] | None, width: int) -> bool:
 
 
 def _masked_by(definition: Instruction | None, width: int) -> bool:
-    """Whether a shift amount is `and x, C` or `urem x, C` whose result is below `width`."""
-    if definition is None or definition.opcode not in ("and", "urem") or len(definition.operands) < 2:
+    """Whether a shift amount is `and x, C` or `urem x, C` whose result is below `width`, or `lshr x, C`
+    that leaves fewer bits than it takes to count to `width`."""
+    constant = _constant_operand(definition, ("and", "urem", "lshr"))
+    if constant is None or definition is None or not all(lane.isdigit() for lane in constant):
         return False
-    first, second = definition.operands[:2]
-    constant = constant_lanes(Operand.parse(f"{first.type} {second.text}"))
-    if constant is None or not all(lane.isdigit() for lane in constant):
-        return False
+    if definition.opcode == "lshr":
+        least = min(map(int, constant))
+        return least < width and 1 << (width - least) <= width
     most = max(map(int, constant))
     return most < width if definition.opcode == "and" else most <= width
+
+
+def _nonzero_by(definition: Instruction | None) -> bool:
+    """Whether a divisor is `or x, C` with no lane of C zero: never 0."""
+    constant = _constant_operand(definition, ("or",))
+    return constant is not None and all(lane.lstrip("-").isdigit() and int(lane) != 0 for lane in constant)
+
+
+def _constant_operand(definition: Instruction | None, opcodes: tuple[str, ...]) -> list[str] | None:
+    """The lanes of the constant second operand of `definition` when it is one of `opcodes`."""
+    if definition is None or definition.opcode not in opcodes or len(definition.operands) < 2:
+        return None
+    first, second = definition.operands[:2]
+    return constant_lanes(Operand.parse(f"{first.type} {second.text}"))
 
 
 def _conversion(opcode: str, names: str, shape: _Shape, source: str, target: _Shape) -> UbTest | None:
