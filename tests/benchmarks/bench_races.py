@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from bench_validation import KERNELS
+from bench_validation import cpu_ratios as validation_cpu_ratios
 
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
@@ -76,30 +77,8 @@ def describe_shadow(shadows: int, data_bytes: int) -> str:
 
 
 def cpu_ratios(invocations: int, repeat: int) -> list[str]:
-    """The cpu device's seconds for each kernel, recorded against not, best of `repeat`."""
-    lines = []
-    data = [bytes(4 * invocations), bytes(4 * invocations)]
-    for threads in (1, 2):
-        for name, ir in KERNELS.items():
-            best = {}
-            for races in (False, True):
-                seconds = []
-                for _ in range(repeat):
-                    result = run_sources(
-                        [Source(name, ir)],
-                        invocations=invocations,
-                        threads=threads,
-                        data_buffers=data,
-                        races=races,
-                    )
-                    assert not result.races and result.status.seconds is not None
-                    seconds.append(result.status.seconds)
-                best[races] = min(seconds)
-            lines.append(
-                f"cpu, {threads} thread(s), {name}, {invocations} invocations: "
-                f"plain {best[False] * 1e3:.2f} ms, with --races {best[True] * 1e3:.2f} ms, "
-                f"ratio {best[True] / best[False]:.3f}"
-            )
+    """The cpu device's seconds for each kernel, recorded against not, best of `repeat`; the shadow."""
+    lines = validation_cpu_ratios(invocations, repeat, "races", ("plain", "with --races"))
     table = lower_sources([Source("memory-bound", KERNELS["memory-bound"])], races=True).races
     assert table is not None
     shadows, data_bytes = shadow_ratio(table, invocations)

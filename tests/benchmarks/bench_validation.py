@@ -195,14 +195,20 @@ int main(int argc, char** argv) {
 """
 
 
-def cpu_ratios(invocations: int, repeat: int) -> list[str]:
-    """The cpu device's seconds for each kernel, checked against unchecked, best of `repeat`."""
+def cpu_ratios(
+    invocations: int,
+    repeat: int,
+    option: str = "validate",
+    labels: tuple[str, str] = ("unchecked", "checked"),
+) -> list[str]:
+    """The cpu device's seconds for each kernel, with `run_sources`'s `option` (validate, races) against
+    without, best of `repeat`; `labels` name the two runs."""
     lines = []
     data = [bytes(4 * invocations), bytes(4 * invocations)]
     for threads in (1, 2):
         for name, ir in KERNELS.items():
             best = {}
-            for validate in (False, True):
+            for flag in (False, True):
                 seconds = []
                 for _ in range(repeat):
                     result = run_sources(
@@ -210,14 +216,14 @@ def cpu_ratios(invocations: int, repeat: int) -> list[str]:
                         invocations=invocations,
                         threads=threads,
                         data_buffers=data,
-                        validate=validate,
+                        **{option: flag},
                     )
-                    assert not result.validation and result.status.seconds is not None
+                    assert not result.validation and not result.races and result.status.seconds is not None
                     seconds.append(result.status.seconds)
-                best[validate] = min(seconds)
+                best[flag] = min(seconds)
             lines.append(
                 f"cpu, {threads} thread(s), {name}, {invocations} invocations: "
-                f"unchecked {best[False] * 1e3:.2f} ms, checked {best[True] * 1e3:.2f} ms, "
+                f"{labels[0]} {best[False] * 1e3:.2f} ms, {labels[1]} {best[True] * 1e3:.2f} ms, "
                 f"ratio {best[True] / best[False]:.3f}"
             )
     return lines
