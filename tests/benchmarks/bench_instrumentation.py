@@ -306,17 +306,14 @@ CLANG_BUILDS = {
 def gpu_ratios(log2: int) -> list[str]:
     """(a): each kernel's time instrumented and not, in one CuPy context, medians of interleaved batches."""
     import cupy
-    from cupy_kernel import BATCH, ROUNDS, CudaKernel, interleaved_medians
+    from cupy_kernel import BATCH, ROUNDS, CudaKernel, device_buffer, interleaved_medians
 
     from lowering.devices.device import EntryPoint
     from lowering.devices.nvptx import kernel_ptx, ptx_name
     from lowering.targets.runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL
 
     invocations = 1 << log2
-    printf = cupy.zeros(1 << 16, dtype=cupy.uint32)
-    printf[2] = printf.size - 4  # reserved0: the capacity in dwords
-    abort = cupy.zeros(1 << 16, dtype=cupy.uint32)
-    abort[2] = abort.size - 4
+    printf, abort = device_buffer(1 << 16), device_buffer(1 << 16)
     out = cupy.zeros(invocations, dtype=cupy.float32)
     lines = []
     for kernel in KERNELS:

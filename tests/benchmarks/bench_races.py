@@ -120,16 +120,13 @@ def gpu_ratios(invocations: int) -> list[str]:
     """(a): kernel times of each kernel with and without `--races`, interleaved batches, medians."""
     import cupy
     import numpy as np
-    from cupy_kernel import CudaKernel, interleaved_medians
+    from cupy_kernel import CudaKernel, device_buffer, interleaved_medians
 
     from lowering.devices.device import EntryPoint
     from lowering.devices.nvptx import kernel_ptx, ptx_name
     from lowering.targets.runtime_globals import RACES_SHADOW_GLOBAL
 
-    printf = cupy.zeros(1 << 20, dtype=cupy.uint32)
-    printf[2] = printf.size - 4  # reserved0: the capacity in dwords
-    abort = cupy.zeros(1 << 16, dtype=cupy.uint32)
-    abort[2] = abort.size - 4
+    printf, abort = device_buffer(1 << 20), device_buffer(1 << 16)
     data = [cupy.zeros(invocations, dtype=cupy.float32) for _ in range(2)]
     lines = []
     for name, ir in KERNELS.items():

@@ -233,16 +233,13 @@ def gpu_ratios(invocations: int) -> list[str]:
     """(a): kernel times of each kernel with and without validation, interleaved batches, medians."""
     import cupy
     import numpy as np
-    from cupy_kernel import CudaKernel, interleaved_medians
+    from cupy_kernel import CudaKernel, device_buffer, interleaved_medians
 
     from lowering.devices.device import EntryPoint
     from lowering.devices.harness import VALIDATION_SIZES_GLOBAL
     from lowering.devices.nvptx import kernel_ptx, ptx_name
 
-    printf = cupy.zeros(1 << 20, dtype=cupy.uint32)
-    printf[2] = printf.size - 4  # reserved0: the capacity in dwords
-    abort = cupy.zeros(1 << 16, dtype=cupy.uint32)
-    abort[2] = abort.size - 4
+    printf, abort = device_buffer(1 << 20), device_buffer(1 << 16)
     data_in = cupy.zeros(invocations, dtype=cupy.float32)
     data_out = cupy.zeros(invocations, dtype=cupy.float32)
     sizes = np.array([4 * invocations, 4 * invocations], dtype=np.uint64).tobytes()
@@ -358,11 +355,9 @@ def exact_counts(log2: int) -> str:
 def _gpu_buffers(invocations: int):
     """The printf and abort buffers (their capacities set) and two float buffers of `invocations`."""
     import cupy
+    from cupy_kernel import device_buffer
 
-    printf = cupy.zeros(1 << 20, dtype=cupy.uint32)
-    printf[2] = printf.size - 4  # reserved0: the capacity in dwords
-    abort = cupy.zeros(1 << 16, dtype=cupy.uint32)
-    abort[2] = abort.size - 4
+    printf, abort = device_buffer(1 << 20), device_buffer(1 << 16)
     return (
         printf,
         abort,

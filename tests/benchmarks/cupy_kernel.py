@@ -13,6 +13,15 @@ import cupy
 import numpy as np
 
 from lowering.devices.nvptx_worker import BLOCK_THREADS, KERNEL_NAME
+from metadata.wire import CAPACITY_BYTE_OFFSET, HEADER_DWORDS
+
+
+def device_buffer(dwords: int) -> cupy.ndarray:
+    """A printf or abort buffer of `dwords` on the GPU, zeroed, its capacity (`reserved0`) set to the
+    dwords after its header, as the nvptx device sets it (SPEC 4)."""
+    buffer = cupy.zeros(dwords, dtype=cupy.uint32)
+    buffer[CAPACITY_BYTE_OFFSET // 4] = dwords - HEADER_DWORDS
+    return buffer
 
 
 class CudaKernel:
