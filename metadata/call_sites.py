@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import TableError
+from .wire import UNKNOWN_INVOCATION
 
 LINE_LIMIT_KEY = "amdpal.printf_line_limit"
 VERSION = 1
-UNKNOWN_INVOCATION = 0xFFFFFFFF  # written where the invocation ID is not known (a function not inlined)
 COUNTER = struct.Struct("<Q")  # one site's count of the lines it tried to write
 _MAX_INVOCATION_ID = (1 << 32) - 1
 

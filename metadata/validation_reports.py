@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .live_ranges import NO_RANGE, is_runtime_range, range_name
+from .wire import UNKNOWN_INVOCATION
 
 if TYPE_CHECKING:
     from .validation import Site
@@ -44,9 +45,6 @@ class CheckReport(Protocol):
     def document(self) -> dict[str, Any]:
         """The report in the `--json` document's `validation` list."""
         ...
-
-
-UNKNOWN_INVOCATION = 0xFFFFFFFF  # recorded by a function its callers cannot pass the invocation ID to
 
 
 def _invocations(count: int, first: int) -> str:

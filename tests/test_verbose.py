@@ -20,7 +20,7 @@ from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from lowering.targets.target import Aggregation, EntryStores, get_target
-from metadata.call_sites import UNKNOWN_INVOCATION, CallSite
+from metadata.call_sites import CallSite
 from metadata.decoding import printf_buffer
 from metadata.decoding.buffer_builder import build_printf_buffer
 from metadata.decoding.json_entries import LINE_TERMINATOR
@@ -30,6 +30,7 @@ from metadata.elf_notes import read_table
 from metadata.ids import format_string_id
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
+from metadata.wire import UNKNOWN_INVOCATION
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "functions_dbg.ll"
 GPUS, NO_GPU = gpu_count()

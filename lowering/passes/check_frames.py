@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from metadata.live_ranges import HEADER_WORDS, SHADOW_COLUMN
+from metadata.wire import UNKNOWN_INVOCATION
 
 from ..ir.lexer import bare_name, global_name
 from ..ir.model import Function, Instruction, Module
@@ -23,7 +24,7 @@ from .buffer_accesses import Entry
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .runtime_buffers import RuntimeBuffers
 
-UNKNOWN_INVOCATION = -1  # the invocation ID in a function whose callers cannot pass it: 0xFFFFFFFF
+_UNKNOWN = UNKNOWN_INVOCATION - (1 << 32)  # as an i32 constant
 
 
 @dataclass
@@ -156,7 +157,7 @@ class Frames:
         return Frame(printf, invocation, f"{self.prefix}f{number}.", self.table_type, self.cache_type, [], {})
 
     def _global_frame(self, number: int) -> Frame:
-        frame = self._frame("", str(UNKNOWN_INVOCATION), number)
+        frame = self._frame("", str(_UNKNOWN), number)
         operand, loads = RuntimeBuffers(self.context).load_global(
             PRINTF_BUFFER_GLOBAL, f"%{frame.names}printf", ""
         )

@@ -10,7 +10,7 @@ of it passes the caller's ID: the calls reach it whatever their depth.
 
 Where no ID reaches (a function nothing called, without an entry's signature, as LLPC's `amdgpu_cs`
 shaders; a function whose address is taken, whose calls cannot all be given the ID) the value is
-`call_sites.UNKNOWN_INVOCATION`: with `--only-invocations` an error naming the function, which could not
+`wire.UNKNOWN_INVOCATION`: with `--only-invocations` an error naming the function, which could not
 be filtered; with `--verbose` alone a warning. A dead copy of an inlined function says nothing.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from metadata.call_sites import UNKNOWN_INVOCATION
+from metadata.wire import UNKNOWN_INVOCATION
 
 from ..ir.lexer import bare_name
 from ..ir.model import Block, Function, Instruction, Module

@@ -25,10 +25,10 @@ from json.encoder import encode_basestring_ascii
 
 import numpy
 
-from ..call_sites import UNKNOWN_INVOCATION
 from ..format_catalog import DecodableFormat
 from ..formats import Conversion, FormatString
 from ..layout import FLOAT, INTEGER, ArgType, Layout
+from ..wire import UNKNOWN_INVOCATION
 from .column_render import render_columns, render_text
 
 DOCUMENT_TERMINATOR = ", "  # between the entries of the `--json` document
