@@ -9,18 +9,26 @@ The shadow of a data buffer of B bytes (W = ceil(B / 4) words), which the runtim
 points `@lgc.races.shadow[k]` at, is
 
     struct { u64 bufferBytes; u32 buffer; u32 classes; } header;   // written by the runtime
-    struct { u32 notLeast; u32 greatest; } slots[C][W];            // one row per class recorded
+    struct { u32 greatest[W]; u32 notLeast[W]; } rows[C];          // one row per class recorded
 
 with one row per access class the buffer records, in `CLASSES` order (`classes` is their bit mask).
-Each access of an invocation to a word packs `packed = invocation << site_bits | site` and makes two
-32-bit atomic max: `notLeast = max(notLeast, ~packed)` and `greatest = max(greatest, packed)`. So a
-slot holds the least and the greatest (invocation, site) of its class, whatever the order the
-accesses came in: the report depends on the set of accesses only, never on the schedule. A slot whose
-`notLeast` is 0 saw no access (`packed` never reaches 2^32 - 1: `max_invocations`).
+An access of an invocation to a word has the key `packed + 1`, `packed = invocation << site_bits | site`,
+and makes one 32-bit atomic max of `greatest`, which returns the value it replaced; only when that value
+is another key (the word's second distinct access, or later) does it make a second atomic max, of
+`notLeast` with `~min(replaced, key)` (`merge`). So `greatest` holds the greatest key and `notLeast`,
+when the word saw two keys or more, the complement of the least (0 when it saw one): the least and the
+greatest (invocation, site) of the class, whatever the order the accesses came in. The report depends
+on the set of accesses only, never on the schedule, and a word accessed by one invocation costs one
+atomic (or, once recorded, none: a load that finds its key skips it).
 
-8 bytes of shadow a class and word: 2 bytes per data byte and class. Only buffers with a site that
-writes or is atomic have a shadow (a buffer only ever read cannot race); a buffer records only the
-classes its sites have.
+Why the least comes out whatever the order: take the least key L. If L's first access replaces another
+key, it records L itself. Otherwise L was first, and the first other key's atomic replaces L and records
+min(L, key) = L. A slot whose `greatest` is 0 saw no access (keys are at least 1 and `~key` is not 0:
+`max_invocations` keeps `packed` at most PACKED_LIMIT).
+
+8 bytes of shadow a class and word: 2 bytes per data byte and class, of which a word touched by one
+invocation reads and writes only `greatest`'s 4. Only buffers with a site that writes or is atomic have
+a shadow (a buffer only ever read cannot race); a buffer records only the classes its sites have.
 """
 
 from __future__ import annotations
@@ -37,14 +45,22 @@ VERSION = 1
 WRITE, READ, ATOMIC = "write", "read", "atomic"
 CLASSES = (WRITE, READ, ATOMIC)  # the access classes, in the order of a shadow's rows
 SHADOW_HEADER = struct.Struct("<QII")  # bufferBytes, buffer (its position), classes (a mask of CLASSES)
-SLOT_BYTES = 8  # u32 notLeast, u32 greatest
+SLOT_BYTES = 8  # a class and word: u32 greatest, u32 notLeast (in two arrays of the row)
 WORD_BYTES = 4
-PACKED_LIMIT = (1 << 32) - 2  # the greatest packed (invocation, site): ~packed must not be 0
+PACKED_LIMIT = (1 << 32) - 3  # the greatest packed (invocation, site): neither its key nor ~key is 0
 _RANGE_KINDS = frozenset({"memcpy", "memmove"})  # a site reads or writes a range: its class says which
 
 
 class ShadowError(DprintfError):
     """A shadow dump that does not have the layout the table gives it."""
+
+
+def merge(greatest: int, not_least: int, packed: int) -> tuple[int, int]:
+    """A slot's (greatest, notLeast) after an access of `packed`, as the device makes it (see above)."""
+    key = packed + 1
+    if greatest in (0, key):
+        return max(greatest, key), not_least
+    return max(greatest, key), max(not_least, ~min(greatest, key) & 0xFFFFFFFF)
 
 
 def class_mask(classes: tuple[str, ...]) -> int:

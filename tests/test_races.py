@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from dprintf_cli import dprintf
 from elf_oracles import Reader, each_reader
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.device import DeviceError
@@ -36,6 +38,8 @@ from metadata.races import (
     RaceTable,
     ShadowBuffer,
     ShadowError,
+    merge,
+    shadow_words,
 )
 from metadata.validation import Site, Unchecked
 from tests.race_programs import KINDS, RaceProgram
@@ -156,14 +160,22 @@ def test_the_table_is_in_the_note_and_decode_reports_a_dump_taken_elsewhere(tmp_
     )
     assert sorted(path.name for path in dumps.iterdir()) == ["buffer0.bin", "races0.bin"]
     assert len((dumps / "races0.bin").read_bytes()) == SHADOW_HEADER.size + 3 * 64 * 8
-    for given in (dumps, dumps / "races0.bin"):
-        decoded = dprintf("decode", "--elf", str(elf), "--races-shadow", str(given))
+    for dump in (dumps, dumps / "races0.bin"):
+        decoded = dprintf("decode", "--elf", str(elf), "--races-shadow", str(dump))
         assert (decoded.returncode, decoded.stderr) == (4, ran.stderr)
     document = json.loads(dprintf("decode", "--elf", str(elf), "--races-shadow", str(dumps), "--json").stdout)
     assert [race["message"] for race in document["races"]] == [line[7:] for line in ran.stderr.splitlines()]
     amdpal = tmp_path / "races.elf"
     assert dprintf("compile", sample, "--races", "-o", str(amdpal)).returncode == 0
     assert RaceTable.from_document(read_document(amdpal.read_bytes())) == table
+
+
+def _slot(shadow: bytes, buffer_bytes: int, greatest: int, not_least: int) -> bytes:
+    """`shadow` with its first row's word 0 set to (greatest, notLeast)."""
+    image = bytearray(shadow)
+    struct.pack_into("<I", image, SHADOW_HEADER.size, greatest)
+    struct.pack_into("<I", image, SHADOW_HEADER.size + 4 * shadow_words(buffer_bytes), not_least)
+    return bytes(image)
 
 
 def test_bad_dumps_and_tables_are_one_error_line(tmp_path: Path) -> None:
@@ -178,7 +190,7 @@ def test_bad_dumps_and_tables_are_one_error_line(tmp_path: Path) -> None:
         "truncated.bin": shadow[:-8],
         "other-buffer.bin": SHADOW_HEADER.pack(header[0], 3, header[2]) + shadow[SHADOW_HEADER.size :],
         "other-classes.bin": SHADOW_HEADER.pack(header[0], 0, 1) + shadow[SHADOW_HEADER.size :],
-        "site-past-the-table.bin": shadow[: SHADOW_HEADER.size] + struct.pack("<II", 1, 7) + shadow[24:],
+        "site-past-the-table.bin": _slot(shadow, header[0], greatest=8, not_least=1),
     }
     for name, data in bad.items():
         (tmp_path / name).write_bytes(data)
@@ -209,13 +221,13 @@ def _table(*kinds: tuple[str, str], site_bits: int = 2) -> RaceTable:
 def _shadow(table: RaceTable, size: int, accesses: list[tuple[int, int, int]]) -> bytes:
     """A shadow as the device leaves it after `accesses` (word, invocation, site), in Python."""
     buffer = table.buffers[0]
-    slots = np.zeros((len(buffer.classes), -(-size // 4), 2), dtype="<u4")
+    rows = np.zeros((len(buffer.classes), 2, -(-size // 4)), dtype="<u4")
     for word, invocation, site in accesses:
         row = buffer.classes.index(table.sites[site].access)
         packed = invocation << table.site_bits | site
-        slots[row, word, 0] = max(slots[row, word, 0], ~packed & 0xFFFFFFFF)
-        slots[row, word, 1] = max(slots[row, word, 1], packed)
-    return buffer.header(size) + slots.tobytes()
+        greatest, not_least = merge(int(rows[row, 0, word]), int(rows[row, 1, word]), packed)
+        rows[row, 0, word], rows[row, 1, word] = greatest, not_least
+    return buffer.header(size) + rows.tobytes()
 
 
 def test_the_decoder_on_hand_built_shadows() -> None:
@@ -276,7 +288,7 @@ def test_the_table_round_trips_through_msgpack() -> None:
     assert RaceTable.from_document({}) is None
     with pytest.raises(ShadowError):
         RaceTable.from_document({"amdpal.races": {".sites": [{".index": 3}]}})
-    assert RaceTable(table.sites, site_bits=2).max_invocations == ((1 << 32) - 2 - 2 >> 2) + 1
+    assert RaceTable(table.sites, site_bits=2).max_invocations == ((1 << 32) - 3 - 2 >> 2) + 1
 
 
 def entry(body: str, buffers: str = "%a") -> str:
@@ -441,3 +453,17 @@ def test_on_the_gpu_the_sample_reports_exactly_and_its_twin_nothing() -> None:
     assert struct.unpack("<64I", bytes(fixed.data_buffers[0])) == tuple(
         sum(range(word, AT_SCALE, 64)) & 0xFFFFFFFF for word in range(64)
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=12), st.randoms(use_true_random=False))
+def test_a_slot_holds_the_least_and_greatest_key_in_any_order(packed: list[int], random) -> None:
+    """`merge`, the device's algorithm: whatever the order of the accesses, `greatest` is the greatest
+    key and `notLeast` the complement of the least when there were two keys or more, else 0."""
+    order = list(packed)
+    random.shuffle(order)
+    greatest, not_least = 0, 0
+    for value in order:
+        greatest, not_least = merge(greatest, not_least, value)
+    expected_not_least = ~(min(packed) + 1) & 0xFFFFFFFF if len(set(packed)) > 1 else 0
+    assert (greatest, not_least) == (max(packed) + 1, expected_not_least)

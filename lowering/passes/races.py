@@ -10,9 +10,9 @@ accesses are not recorded and it has no shadow. Every other access becomes, righ
 
 (`@races.range` for an access that may span words: memcpy, memmove, memset, an access wider or less
 aligned than a word), whose inlined body finds the words the access touches, leaves out those outside
-the buffer, and makes two 32-bit atomic max per word into the row of its class: the least and the
-greatest packed (invocation, site) of the word (on a target without atomic max, `Target.shadow_exchange`,
-one 64-bit compare-exchange does both). Each entry loads the shadows' addresses from
+the buffer, and merges the access's key into each word's slot in the row of its class
+(`metadata.races`): a load that finds the key already there, else one 32-bit atomic max, and a second
+only for a word's second distinct key. Each entry loads the shadows' addresses from
 `@lgc.races.shadow` (`[K x ptr]`, which the runtime sets) and each buffer's size from its shadow's
 header once, at its start.
 
@@ -139,7 +139,6 @@ class _Recording:
         self.names = f"{prefix}races."
         space = target.global_address_space
         self.shadow_type = f"ptr addrspace({space})" if space is not None else "ptr"
-        self.exchange = target.shadow_exchange
         self.count = count
 
     def add(self, recorded: list[_Found]) -> None:
@@ -155,10 +154,10 @@ class _Recording:
         for declaration in (
             "i64 @llvm.smax.i64(i64, i64)",
             "i64 @llvm.smin.i64(i64, i64)",
-            "i32 @llvm.umax.i32(i32, i32)",
+            "i32 @llvm.umin.i32(i32, i32)",
         ):
             self.module.add_declaration(f"declare {declaration}")
-        for helper in _helpers(self.names, self.shadow_type, self.exchange):
+        for helper in _helpers(self.names, self.shadow_type):
             self.module.add_function(helper)
 
     def _record_in(self, function: Function, entry: Entry, items: list[tuple[int, _Found]]) -> None:
@@ -232,47 +231,10 @@ class _Recording:
         return lines
 
 
-def _maxima(shadow: str) -> str:
-    """The slot's two maxima, each by an atomic max."""
-    return f"""  %least = getelementptr [2 x i32], {shadow} %rows, i64 %slot, i64 0
-  %greatest = getelementptr [2 x i32], {shadow} %rows, i64 %slot, i64 1
-  %was.least = atomicrmw umax {shadow} %least, i32 %not monotonic, align 4
-  %was.greatest = atomicrmw umax {shadow} %greatest, i32 %packed monotonic, align 4
-  ret void"""
-
-
-def _exchange(shadow: str) -> str:
-    """The slot's two maxima as one 64-bit value (notLeast the low half), by compare-exchange; no atomic
-    when the slot already holds them."""
-    return f"""  %at = getelementptr i64, {shadow} %rows, i64 %slot
-  %first = load atomic i64, {shadow} %at monotonic, align 8
-  br label %try
-try:
-  %old = phi i64 [ %first, %entry ], [ %seen, %retry ]
-  %old.least = trunc i64 %old to i32
-  %old.upper = lshr i64 %old, 32
-  %old.greatest = trunc i64 %old.upper to i32
-  %least = call i32 @llvm.umax.i32(i32 %old.least, i32 %not)
-  %greatest = call i32 @llvm.umax.i32(i32 %old.greatest, i32 %packed)
-  %least.wide = zext i32 %least to i64
-  %greatest.wide = zext i32 %greatest to i64
-  %greatest.upper = shl i64 %greatest.wide, 32
-  %new = or i64 %greatest.upper, %least.wide
-  %same = icmp eq i64 %new, %old
-  br i1 %same, label %done, label %retry
-retry:
-  %pair = cmpxchg {shadow} %at, i64 %old, i64 %new monotonic monotonic, align 8
-  %seen = extractvalue {{ i64, i1 }} %pair, 0
-  %swapped = extractvalue {{ i64, i1 }} %pair, 1
-  br i1 %swapped, label %done, label %try
-done:
-  ret void"""
-
-
-def _helpers(names: str, shadow: str, exchange: bool) -> list[str]:
-    """The `alwaysinline` helpers the records call: `mark` (the two maxima of one word's slot: two atomic
-    max, or with `exchange` one compare-exchange loop), `word` (an access inside one word) and `range`
-    (an access over a range of bytes)."""
+def _helpers(names: str, shadow: str) -> list[str]:
+    """The `alwaysinline` helpers the records call: `mark` (one word's slot merged with the access's key,
+    as `metadata.races.merge` says), `word` (an access inside one word) and `range` (an access over a
+    range of bytes)."""
     buffer = RUNTIME_BUFFER_TYPE
     where = f"{shadow} %rows, i64 %words, {buffer} %base, {buffer} %pointer"
     who = "i32 %who, i32 %site, i64 %row"
@@ -284,10 +246,31 @@ def _helpers(names: str, shadow: str, exchange: bool) -> list[str]:
         f"""define internal void @{names}mark({shadow} %rows, i64 %words, i64 %word, {who}) alwaysinline {{
 entry:
   %packed = or i32 %who, %site
-  %not = xor i32 %packed, -1
-  %row.start = mul i64 %row, %words
+  %key = add i32 %packed, 1
+  %row.pair = shl i64 %row, 1
+  %row.start = mul i64 %row.pair, %words
   %slot = add i64 %row.start, %word
-{_exchange(shadow) if exchange else _maxima(shadow)}
+  %greatest = getelementptr i32, {shadow} %rows, i64 %slot
+  %seen = load atomic i32, {shadow} %greatest monotonic, align 4
+  %recorded = icmp uge i32 %seen, %key
+  br i1 %recorded, label %compare, label %raise
+raise:
+  %raised = atomicrmw umax {shadow} %greatest, i32 %key monotonic, align 4
+  br label %compare
+compare:
+  %replaced = phi i32 [ %seen, %entry ], [ %raised, %raise ]
+  %fresh = icmp eq i32 %replaced, 0
+  %same = icmp eq i32 %replaced, %key
+  %alone = or i1 %fresh, %same
+  br i1 %alone, label %done, label %second
+second:
+  %least = call i32 @llvm.umin.i32(i32 %replaced, i32 %key)
+  %not = xor i32 %least, -1
+  %not.least = getelementptr i32, {shadow} %greatest, i64 %words
+  %was = atomicrmw umax {shadow} %not.least, i32 %not monotonic, align 4
+  br label %done
+done:
+  ret void
 }}""",
         f"""define internal void @{names}word({where}, {who}) alwaysinline {{
 entry:

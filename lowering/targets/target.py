@@ -93,9 +93,6 @@ class Target:
     `cold` function, so that the code around a printf that is not taken holds only the call.
     `global_address_space`, when set, is where memory the runtime points to with a plain pointer (the
     shadows of SPEC 12) is accessed: the GPU's global memory rather than the generic address space.
-    `shadow_exchange` records a shadow's slot (two 32-bit maxima, SPEC 12) with one 64-bit
-    compare-exchange loop, which skips the atomic when the slot already holds the access, rather than
-    two atomic max: x86 has no atomic max, and LLVM makes each a compare-exchange loop of its own.
     """
 
     name: str
@@ -111,7 +108,6 @@ class Target:
     counter_slices: int = 1
     counter_copy: CounterCopy | None = None
     global_address_space: int | None = None
-    shadow_exchange: bool = False
     counter_placement: CounterPlacement = CounterPlacement.EDGES
     entry_stores: EntryStores = EntryStores.LANE
     cold_printf: bool = False
@@ -133,7 +129,6 @@ TARGETS: dict[str, Target] = {
             pal_metadata=False,
             counter_slices=64,
             counter_copy=CounterCopy.STACK,
-            shadow_exchange=True,
         ),
         Target(
             "amdpal",

@@ -41,19 +41,23 @@ KINDS = (WRITE_WRITE, READ_WRITE, ATOMIC_PLAIN)
 
 @dataclass(frozen=True)
 class Shadow:
-    """One data buffer's shadow as the device left it: `slots[row, word]` is (notLeast, greatest)."""
+    """One data buffer's shadow as the device left it: `rows[row, 0]` the greatest keys of a class's
+    words, `rows[row, 1]` their notLeast."""
 
     buffer: ShadowBuffer
     buffer_bytes: int
-    slots: np.ndarray  # uint32, shape (classes, words, 2)
+    rows: np.ndarray  # uint32, shape (classes, 2, words)
 
     def row(self, access: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The class's (present, least, greatest) per word; None when the buffer does not record it."""
+        """The class's (present, least, greatest) packed values per word; None when the buffer does not
+        record it. A word with one key has no notLeast: its least is its greatest. A word without access
+        has the least 2^32 - 1 and the greatest 0, which `_union` takes for none."""
         if access not in self.buffer.classes:
             return None
-        slots = self.slots[self.buffer.classes.index(access)]
-        not_least = slots[:, 0]
-        return not_least != 0, ~not_least, slots[:, 1]
+        greatest, not_least = self.rows[self.buffer.classes.index(access)]
+        present = greatest != 0
+        least = np.where(not_least != 0, ~not_least, greatest) - np.uint32(1)
+        return present, least, np.where(present, greatest - np.uint32(1), np.uint32(0))
 
 
 Dump = bytes | bytearray | memoryview
@@ -83,8 +87,8 @@ def read_shadow(table: RaceTable, image: Dump, name: str) -> Shadow:
             f"recording {len(buffer.classes)} class(es)"
         )
     words = shadow_words(buffer_bytes)
-    slots = np.frombuffer(data, dtype="<u4", offset=SHADOW_HEADER.size).reshape(len(buffer.classes), words, 2)
-    return Shadow(buffer, buffer_bytes, slots)
+    rows = np.frombuffer(data, dtype="<u4", offset=SHADOW_HEADER.size).reshape(len(buffer.classes), 2, words)
+    return Shadow(buffer, buffer_bytes, rows)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,9 @@ On the GPU (CuPy and nvcc), 2^24 invocations, one process:
   (a) kernel time with and without `--races` for `bench_validation.py`'s memory-bound kernel
       (`out[i] = in[i] * 2 + 1`) and compute-bound kernel (256 arithmetic instructions between its
       load and its store): medians of interleaved batches of launches, their ratio, and the bytes of
-      the shadows against the bytes of the data buffers;
+      the shadows against the bytes of the data buffers; twice: with the shadows the previous launch
+      left (every word found recorded) and fresh (zeroed before each launch, untimed, as a dispatch
+      finds them);
   (b) the race planted in the memory-bound kernel (`out[i / 2] = in[i] * 2 + 1`: two invocations store
       each word of the first half of `out`) on the nvptx device with `--races`: its report against the
       truth (one write-racing-write over 2^23 words, invocations 0 and 1 at the lowest);
@@ -117,20 +119,24 @@ def planted(invocations: int, device: str) -> str:
 
 
 def gpu_ratios(invocations: int) -> list[str]:
-    """(a): kernel times of each kernel with and without `--races`, interleaved batches, medians."""
+    """(a): kernel times of each kernel with and without `--races`, interleaved batches, medians: once
+    with the shadows as the previous launch left them (every word recorded already: a load each), and
+    once fresh, the shadows zeroed before every launch as a dispatch finds them (every word recorded
+    anew: a load and an atomic each; the plain kernel's output zeroed alike), the zeroing not timed."""
     import cupy
     import numpy as np
-    from cupy_kernel import CudaKernel, device_buffer, interleaved_medians
+    from cupy_kernel import CudaKernel, device_buffer, interleaved_medians, prepared_medians
 
     from lowering.devices.device import EntryPoint
     from lowering.devices.nvptx import kernel_ptx, ptx_name
     from lowering.targets.runtime_globals import RACES_SHADOW_GLOBAL
+    from metadata.races import SHADOW_HEADER
 
     printf, abort = device_buffer(1 << 20), device_buffer(1 << 16)
     data = [cupy.zeros(invocations, dtype=cupy.float32) for _ in range(2)]
     lines = []
     for name, ir in KERNELS.items():
-        runs = {}
+        runs, zero = {}, {}
         for races in (False, True):
             lowered = lower_sources([Source(name, ir)], "nvptx", races=races)
             kernel = CudaKernel(
@@ -148,16 +154,24 @@ def gpu_ratios(invocations: int) -> list[str]:
                 kernel.set_global(ptx_name(RACES_SHADOW_GLOBAL), pointers.tobytes())
                 kernel.shadows = shadows  # alive as long as the kernel
                 shadow_bytes, data_bytes = shadow_ratio(lowered.races, invocations)
+                rows = [shadow[SHADOW_HEADER.size :] for shadow in shadows]
+                zero[races] = lambda rows=rows: [row.fill(0) for row in rows]
+            else:
+                zero[races] = lambda: data[1].fill(0)
             runs[races] = lambda kernel=kernel: kernel.launch(
                 printf.data.ptr, abort.data.ptr, invocations, data=(data[0].data.ptr, data[1].data.ptr)
             )
-        medians = interleaved_medians(runs)
-        plain, recorded = medians[False], medians[True]
-        lines.append(
-            f"(a) GPU {name}, 2^{invocations.bit_length() - 1} invocations: plain {plain:.4f} ms, "
-            f"with --races {recorded:.4f} ms, ratio {recorded / plain:.3f}; "
-            + describe_shadow(shadow_bytes, data_bytes)
-        )
+        for state, medians in (
+            ("recorded", interleaved_medians(runs)),
+            ("fresh", prepared_medians(runs, zero)),
+        ):
+            plain, recorded = medians[False], medians[True]
+            lines.append(
+                f"(a) GPU {name}, {state} shadow, 2^{invocations.bit_length() - 1} invocations: plain "
+                f"{plain:.4f} ms, with --races {recorded:.4f} ms, ratio {recorded / plain:.3f}; "
+                + describe_shadow(shadow_bytes, data_bytes)
+            )
+            print(lines[-1], flush=True)
     return lines
 
 
@@ -196,7 +210,7 @@ def main() -> None:
         print("\n".join(cpu_ratios(1 << args.cpu_log2, args.repeat)), flush=True)
         print(planted(1 << args.cpu_log2, "cpu"), flush=True)
         return
-    print("\n".join(gpu_ratios(1 << args.log2)), flush=True)
+    gpu_ratios(1 << args.log2)
     print(planted(1 << args.log2, "nvptx"), flush=True)
     with tempfile.TemporaryDirectory() as directory:
         print(racecheck(args.log2, Path(directory)), flush=True)

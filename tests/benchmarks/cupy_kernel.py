@@ -74,3 +74,26 @@ def interleaved_medians(runs: Mapping[Hashable, Callable[[], None]]) -> dict[Has
             end.synchronize()
             times[key].append(cupy.cuda.get_elapsed_time(start, end) / BATCH)
     return {key: statistics.median(values) for key, values in times.items()}
+
+
+def prepared_medians(
+    runs: Mapping[Hashable, Callable[[], None]], prepare: Mapping[Hashable, Callable[[], None]]
+) -> dict[Hashable, float]:
+    """Each run's median milliseconds a launch when every launch comes after its `prepare` (zeroing what
+    the launch starts from), which is not timed: the runs take turns, `ROUNDS * BATCH` launches each,
+    each launch timed alone by CUDA events."""
+    for key, run in runs.items():
+        prepare[key]()
+        run()
+    cupy.cuda.runtime.deviceSynchronize()
+    times: dict[Hashable, list[float]] = {key: [] for key in runs}
+    for _ in range(ROUNDS * BATCH):
+        for key, run in runs.items():
+            prepare[key]()
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            times[key].append(cupy.cuda.get_elapsed_time(start, end))
+    return {key: statistics.median(values) for key, values in times.items()}
