@@ -13,7 +13,9 @@ One process, one GPU, invocations 2^20 .. 2^24 of one format and arguments
       the reservation is aggregated, `cold_printf`), against three kernels storing the same bytes with
       no printf: each lane its own 8 dwords one at a time, each lane its own entry as two 16-byte
       stores, and each warp its 32 entries as rows of 128 consecutive bytes (lane `j` computing the
-      dwords `j, j + 32, ...` of its warp's entries); every variant's entries equal the stores', and at
+      dwords `j, j + 32, ...` of its warp's entries), and the rows after one atomic add a warp on the
+      buffer's one counter (the least SPEC 4's `bufferOffset` costs a printf that reserves a warp's
+      entries together); every variant's entries equal the stores', and at
       the smallest size its decoded text equals CUDA printf's output (same lines, as multisets);
   (d) a compute kernel (256, 384, then 512 arithmetic instructions per invocation) whose printf sits
       under a branch never taken, vs the same kernel without the printf (interleaved batches of launches);
@@ -193,10 +195,13 @@ def stores_ir(pattern: str) -> str:
     """The printf kernel's bytes (entry `id` at dword `4 + 8 * id`) written with plain stores, no atomic,
     no capacity check, as `pattern`: `dwords`, each lane its own 8 dwords one at a time; `pieces`, each
     lane its own entry as two 16-byte stores; `rows`, each warp its 32 entries as 8 rows of 128
-    consecutive bytes, lane `j` computing dword `j` of each row (entry `4 k + j / 8`, field `j mod 8`)."""
+    consecutive bytes, lane `j` computing dword `j` of each row (entry `4 k + j / 8`, field `j mod 8`);
+    `counted`, the rows after one atomic add a warp on the buffer's counter (`_counted_ir`)."""
     head = "define void @main(ptr addrspace(1) %buf, i32 %id) {\nentry:\n"
     if pattern == "rows":
         return head + _rows_ir() + "  ret void\n}\n"
+    if pattern == "counted":
+        return head + _counted_ir() + _rows_ir() + "  ret void\n}\n"
     body = entry_dwords_ir() + (
         f"  %wide.id = zext i32 %id to i64\n  %index = mul i64 %wide.id, {ENTRY_DWORDS}\n"
         "  %at = add i64 %index, 4\n  %record = getelementptr i32, ptr addrspace(1) %buf, i64 %at\n"
@@ -220,6 +225,18 @@ def stores_ir(pattern: str) -> str:
                 f"  store <4 x i32> {vector}, ptr addrspace(1) %q{piece}, align 16\n"
             )
     return head + body + "  ret void\n}\n"
+
+
+def _counted_ir() -> str:
+    """`stores_ir("counted")`'s reservation before its rows: lane 0 of each warp adds the warp's 32
+    entries to the buffer's one `bufferOffset` (SPEC 4), which the rows do not wait for: what one atomic
+    a warp on one counter costs, whatever the stores."""
+    return (
+        "  %leader.lane = and i32 %id, 31\n  %leads = icmp eq i32 %leader.lane, 0\n"
+        "  br i1 %leads, label %reserve, label %rows\nreserve:\n"
+        f"  %reserved = atomicrmw add ptr addrspace(1) %buf, i64 {32 * ENTRY_DWORDS} monotonic\n"
+        "  br label %rows\nrows:\n"
+    )
 
 
 def _rows_ir() -> str:
@@ -254,6 +271,7 @@ STORE_PATTERNS = {  # stores_ir's patterns, as the tables name them
     "dwords": "per-lane dwords",
     "pieces": "per-lane 16 bytes",
     "rows": "warp-coalesced rows",
+    "counted": "rows + one atomic a warp",
 }
 
 
