@@ -6,6 +6,8 @@ neighbours, and its clean twin reporting nothing (cpu on 1 and 2 threads, and a 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from validation_runs import PLACES, UNKNOWN, entry, guards_intact, reports, run, words
 
 from lowering.lowered_module import Source
@@ -185,6 +187,70 @@ def test_nothing_is_left_unchecked_in_code_that_only_touches_the_runtimes_buffer
 def test_the_table_of_live_ranges_is_sorted_into_columns():
     ranges = [LiveRange(300, 310, 2), LiveRange(100, 164, 0), LiveRange(200, 204, PRINTF_RANGE)]
     table = memoryview(table_bytes(ranges, [7000, 8000])).cast("Q").tolist()
-    assert table == [3, 2, 100, 200, 300, 164, 204, 310, 0, PRINTF_RANGE, 2, 7000, 8000]
+    columns = [3, 2, 100, 200, 300, 164, 204, 310, 0, PRINTF_RANGE, 2, 7000, 8000]
+    # The index: base 100; 4 buckets of 2^6 bytes span 100 .. 310; ranges beginning at or below 100,
+    # 164, 228 and 292, then all 3.
+    assert table == [*columns, 100, 6, 4, 1, 1, 2, 2, 3]
     with pytest.raises(ValueError, match="overlap"):
         table_bytes([LiveRange(0, 10, 0), LiveRange(5, 20, 1)])
+
+
+def _compiled_search():
+    """`define_search` alone, compiled for this machine: (engine, a function of (table, address))."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+    import llvmlite.ir as ir
+
+    from lowering.ir.building import I64
+    from lowering.passes.validation_helpers import define_search
+    from lowering.targets.machines import host_target_machine
+
+    module = ir.Module("search")
+    search = define_search(module, "search", ir.PointerType())
+    outer = ir.Function(module, ir.FunctionType(I64, [ir.PointerType(), I64]), "search.outer")
+    builder = ir.IRBuilder(outer.append_basic_block())
+    builder.ret(builder.call(search, outer.args))
+    machine = host_target_machine()
+    parsed = llvm.parse_assembly(str(module))
+    parsed.triple, parsed.data_layout = machine.triple, str(machine.target_data)
+    engine = llvm.create_mcjit_compiler(parsed, machine)
+    engine.finalize_object()
+    address = engine.get_function_address("search.outer")
+    return engine, ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64)(address)
+
+
+_SEARCH = []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(1, 1 << 20), min_size=0, max_size=60),
+    st.sampled_from([1, 16, 1 << 12, 1 << 40]),
+    st.lists(st.integers(0, (1 << 22)), min_size=1, max_size=40),
+)
+def test_the_search_through_the_index_is_bisect(gaps: list[int], scale: int, probes: list[int]) -> None:
+    """The compiled search over tables of ranges spread evenly, crowded, or far apart: for every address
+    (below the first range, inside, between, at a begin, past the last) the position of the last range
+    whose begin is at most it, as `bisect` finds it."""
+    import bisect
+    import ctypes
+
+    if not _SEARCH:
+        _SEARCH.extend(_compiled_search())
+    search = _SEARCH[1]
+    begins, at = [], 1 << 12
+    for gap in gaps:
+        at += gap * scale if gap % 3 else gap  # some ranges crowd, most spread by `scale`
+        begins.append(at)
+        at += 1
+    ranges = [LiveRange(begin, begin + 1, n) for n, begin in enumerate(begins)]
+    image = table_bytes(ranges)
+    table = ctypes.create_string_buffer(image, len(image))
+    addresses = {
+        0,
+        *(begin + delta for begin in begins for delta in (-1, 0, 1)),
+        *(probe * scale for probe in probes),
+    }
+    for address in sorted(addresses):
+        assert search(ctypes.addressof(table), address) == bisect.bisect_right(begins, address) - 1, address

@@ -5,7 +5,7 @@ written bytes (`metadata.live_ranges` has the layout of both).
     find(table, cache, address, end) -> -1 when [address, end) lies in one range of a data buffer,
         else 1 + the position of the nearest range below (0: none). `cache` is the caller's
         `[4 x i64]` stack slot: the last range found (begin, end, shadow, id), per invocation; a hit
-        costs three compares, a miss a search of `begin` (`define_search`).
+        costs three compares, a miss a search of `begin` through the table's index (`define_search`).
     range_failure(printf, header, invocation, table, address, below): the record of SPEC 13, through
         the printf helper `writer`: the address, the range below (id, end) and above (id, begin).
     shadow_check(shadow, offset, bytes) -> the offset of the first byte of [offset, offset+bytes) whose
@@ -28,6 +28,7 @@ from metadata.live_ranges import (
     END_COLUMN,
     HEADER_WORDS,
     ID_COLUMN,
+    INDEX_HEADER_WORDS,
     NO_RANGE,
     RUNTIME_RANGE,
     SHADOW_COLUMN,
@@ -53,22 +54,24 @@ def _column(count: ir.Value, column: int, position: ir.Value, builder: ir.IRBuil
     return builder.add(start, position)
 
 
-SEARCH_WAYS = 8  # the search splits its window in this many parts a step
+SEARCH_WAYS = 8  # the search splits a wide window in this many parts a step
 
 
 def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Function:
     """`search(table, address)`: the position of the last range whose begin is at most `address`, -1
-    when there is none: a search of the sorted `begin` column that takes the steps of a binary search
-    three at a time. Each step compares the address with the 7 begins that split the window in 8
-    parts, loads that do not wait on one another, and keeps the part it falls in, until at most 8
-    positions are left, compared at once: 5 rounds of dependent loads for 10,000 ranges, not 14."""
+    when there is none. The index gives the window of the address's bucket (`_window`: usually one or
+    two ranges); a window wider than SEARCH_WAYS is narrowed by steps that compare the address with the
+    7 begins splitting it in 8 parts (loads that do not wait on one another: three steps of a binary
+    search at a time); then the few begins left are compared in turn, up to the first above the
+    address."""
     function = internal_function(module, name, I64, [(table_type, "table"), (I64, "address")], _ATTRIBUTES)
     table, address = function.args
-    start, loop, body, done = (
-        function.append_basic_block(label) for label in ("start", "loop", "body", "done")
+    start, loop, body, done, scan, probe, out = (
+        function.append_basic_block(label)
+        for label in ("start", "loop", "body", "done", "scan", "probe", "out")
     )
     builder = ir.IRBuilder(start)
-    count = _word(builder, table, constant(0), "count")
+    first_low, first_size = _window(builder, table, address)
     builder.branch(loop)
     builder.position_at_end(loop)
     low = builder.phi(I64, name="low")  # the window: positions low .. low+size-1; the answer is at or
@@ -86,20 +89,48 @@ def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Funct
     last = builder.icmp_unsigned("==", below, constant(SEARCH_WAYS - 1))
     next_size = builder.select(last, last_part, step, name="size.next")
     builder.branch(loop)
-    low.add_incoming(constant(0), start)
+    low.add_incoming(first_low, start)
     low.add_incoming(next_low, body)
-    size.add_incoming(count, start)
+    size.add_incoming(first_size, start)
     size.add_incoming(next_size, body)
     builder.position_at_end(done)
-    below = constant(0)
-    for offset in range(SEARCH_WAYS):
-        inside = builder.icmp_unsigned("<", constant(offset), size)
-        word = builder.add(low, constant(HEADER_WORDS + BEGIN_COLUMN + offset))
-        begin = _word(builder, table, builder.select(inside, word, constant(0)), "begin")  # word 0 outside
-        at_or_below = builder.and_(inside, builder.icmp_unsigned("<=", begin, address))
-        below = builder.add(below, builder.zext(at_or_below, I64))
-    builder.ret(builder.sub(builder.add(low, below), constant(1), name="position"))
+    builder.branch(scan)
+    builder.position_at_end(scan)
+    taken = builder.phi(I64, name="taken")  # begins of the window at or below the address so far
+    more = builder.icmp_unsigned("<", taken, size, name="more")
+    builder.cbranch(more, probe, out)
+    builder.position_at_end(probe)
+    word = builder.add(builder.add(low, taken), constant(HEADER_WORDS + BEGIN_COLUMN))
+    next_taken = builder.add(taken, constant(1), name="taken.next")
+    at_or_below = builder.icmp_unsigned("<=", _word(builder, table, word, "begin"), address)
+    builder.cbranch(at_or_below, scan, out)
+    taken.add_incoming(constant(0), done)
+    taken.add_incoming(next_taken, probe)
+    builder.position_at_end(out)
+    builder.ret(builder.sub(builder.add(low, taken), constant(1), name="position"))
     return function
+
+
+def _window(builder: ir.IRBuilder, table: ir.Value, address: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """The first position and the size of the window of the address's bucket in the index
+    (`metadata.live_ranges`): empty below the least begin."""
+    count = _word(builder, table, constant(0), "count")
+    buffers = _word(builder, table, constant(1), "buffers")
+    index = _column(count, SHADOW_COLUMN, buffers, builder)  # the index's first word, after shadow[K]
+    base = _word(builder, table, index, "index.base")
+    shift = _word(builder, table, builder.add(index, constant(1)), "index.shift")
+    buckets = _word(builder, table, builder.add(index, constant(2)), "index.buckets")
+    bucket = builder.lshr(builder.sub(address, base), shift, name="bucket.any")
+    bucket = builder.select(
+        builder.icmp_unsigned("<", bucket, buckets), bucket, builder.sub(buckets, constant(1)), name="bucket"
+    )
+    at = builder.add(builder.add(index, constant(INDEX_HEADER_WORDS)), bucket, name="first.at")
+    first = _word(builder, table, at, "first")
+    after = _word(builder, table, builder.add(at, constant(1)), "after")
+    above = builder.icmp_unsigned(">=", address, base, name="above")
+    low = builder.select(above, first, constant(0), name="low.first")
+    size = builder.select(above, builder.sub(after, first), constant(0), name="size.first")
+    return low, size
 
 
 def define_find(
