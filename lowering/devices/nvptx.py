@@ -135,8 +135,7 @@ def kernel_ptx(
     """PTX of lowered `ir` with the kernel of `kernel_ir` appended, optimised at -O2 for `cpu` (sm_90).
 
     The entry becomes internal, so that the inliner folds it into the kernel, the only caller: the
-    buffer pointers are then the kernel's parameters, which ptxas knows to be uniform. So does
-    `COMBINING_INIT`, which the kernel calls.
+    buffer pointers are then the kernel's parameters, which ptxas knows to be uniform.
     The `runtime_globals` it only declares are defined (`runtime_globals.define_declared_globals`).
     DeviceError when the module does not compile, or already defines the kernel's name.
     """
@@ -150,8 +149,6 @@ def _kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None, runtime_globals: tu
     try:
         module = parse_source(source, ir + kernel_ir(entry, declared=_referenced(ir)))
         module.get_function(entry.name).linkage = "internal"
-        if COMBINING_INIT in _referenced(ir):  # the kernel is its only caller; a PTX name has no dots
-            module.get_function(COMBINING_INIT).linkage = "internal"
         define_declared_globals(module, runtime_globals)
         _give_ptx_names(module, runtime_globals)
         machine = target_machine(TARGET, cpu)
