@@ -45,7 +45,6 @@ BUFFER = "ptr addrspace(1)"
 BASE = 0x1000_0000  # the buffer's address (16-byte aligned); another buffer at OTHER
 OTHER = 0x3000_0000
 SCRATCH = 1 << 40  # beyond a buffer and its clamp
-COMBINING = 1 << 41  # block_combining's state: BASE's reservations combine, OTHER's do not
 FORMAT_ID = 0x1234_5678_9ABC
 VARIANTS = [EntryStores.LANE, EntryStores.VECTOR, EntryStores.SHUFFLE, EntryStores.SHARED]
 LAYOUTS = [
@@ -159,9 +158,7 @@ def _warp(case: Case) -> Warp:
     threads = [case.warp_number * LANES + lane for lane in range(LANES)]
     registers = {"tid.x": threads, "ntid.x": [1024] * LANES}
     registers |= {name: [value] * LANES for name, value in (("tid.y", 0), ("tid.z", 0), ("ntid.y", 1))}
-    warp = Warp(globals={"t.entry.scratch": SCRATCH, "t.combining.state": COMBINING}, registers=registers)
-    warp.memory.write(COMBINING, struct.pack("<QQQ", 0, BASE, 0))  # what the kernel's init leaves
-    return warp
+    return Warp(globals={"t.entry.scratch": SCRATCH}, registers=registers)
 
 
 def check_case(case: Case) -> Warp:
@@ -319,10 +316,7 @@ def test_each_variant_is_made_of_its_instructions():
     shuffled = variant_ptx(
         aggregation=Aggregation.ALWAYS, entry_stores=EntryStores.SHUFFLE, cold_printf=False
     )
-    assert shuffled.count("shfl.sync.idx.b32") == 2 + 8 and ".shared .align 16" not in shuffled
-    # block_combining's state, its arrival, the close of a batch and a reader's leave
-    assert re.search(r"\.shared \.align 8 \.b8 \S+combining\S+\[24\]", shuffled)
-    assert shuffled.count("atom.shared.add.u64") == 2 and shuffled.count("atom.shared.exch.b64") == 1
+    assert shuffled.count("shfl.sync.idx.b32") == 2 + 8 and ".shared" not in shuffled
     shared = variant_ptx(aggregation=Aggregation.ALWAYS, entry_stores=EntryStores.SHARED, cold_printf=False)
     assert re.search(r"\.shared \.align 16 \.b8 \S+\[8192\]", shared), "8 warps x 32 entries x 8 dwords"
     assert shared.count("bar.warp.sync") == 2 and shared.count("st.shared.v4.b32") == 2

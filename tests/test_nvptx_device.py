@@ -37,7 +37,6 @@ from lowering.ir.model import Module
 from lowering.lowered_module import Source
 from lowering.passes.warp_aggregation import define_warp_aggregated_reserve
 from lowering.pipeline import lower_sources
-from lowering.targets.runtime_globals import COMBINING_INIT
 from lowering.targets.target import Aggregation, EntryStores, Target, get_target
 from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.layout import ArgType
@@ -70,44 +69,33 @@ def lowered_ptx(text: str, entry: str = "main", target: str | Target = "nvptx") 
 
 
 # The nvptx target as it was before issue #22: one atomic a lane where ptxas aggregates them, each lane
-# its own stores, printf inlined, no combining across warps.
+# its own stores, printf inlined.
 LANE_STORES = dataclasses.replace(
     get_target("nvptx"),
     aggregation=Aggregation.OUTSIDE_ENTRIES,
     entry_stores=EntryStores.LANE,
     cold_printf=False,
-    combines_reservations=False,
 )
 
 
 COLD_SHUFFLE = dataclasses.replace(
-    get_target("nvptx"),
-    aggregation=Aggregation.ALWAYS,
-    entry_stores=EntryStores.SHUFFLE,
-    cold_printf=True,
-    combines_reservations=False,
+    get_target("nvptx"), aggregation=Aggregation.ALWAYS, entry_stores=EntryStores.SHUFFLE, cold_printf=True
 )
 
 
 def test_the_nvptx_target_is_issue_22s_choice():
     """The defaults `bench_gpu.py` compares the other variants with (docs/devices.md#the-variants)."""
     nvptx = get_target("nvptx")
-    assert (nvptx.aggregation, nvptx.entry_stores, nvptx.cold_printf, nvptx.combines_reservations) == (
+    assert (nvptx.aggregation, nvptx.entry_stores, nvptx.cold_printf) == (
         Aggregation.ALWAYS,
         EntryStores.SHUFFLE,
         False,
-        True,
     )
 
 
 def functions(ptx: str) -> list[str]:
     """The names of the PTX's functions other than the kernel."""
     return re.findall(r"\.func (?:\([^)]*\) )?(\S+)\(", ptx)
-
-
-def called(ptx: str) -> set[str]:
-    """The PTX's functions but the kernel and `block_combining`'s (which only a warp's leader calls)."""
-    return set(functions(ptx)) - {"dprintf_$_combined", COMBINING_INIT}
 
 
 def run_gpu(text: str, **options):
@@ -127,9 +115,9 @@ def test_the_kernel_computes_the_invocation_id_checks_it_and_inlines_the_entry()
     for register in ("%ctaid.x", "%ntid.x", "%tid.x"):
         assert register in ptx
     assert re.search(r"setp\.(ge|lt)\.u32", ptx), "the bounds check on the invocation count"
-    assert all(name.startswith("dprintf_$_printf") for name in called(ptx)), "the entry is inlined"
+    assert all(name.startswith("dprintf_$_printf") for name in functions(ptx)), "the entry is inlined"
     assert ".func" not in lowered_ptx(id_program(), target=LANE_STORES)
-    assert ptx.count("atom.global.add.u64") == 2  # a batch's add, and that of a reservation on another buffer
+    assert ptx.count("atom.global.add.u64") == 1
     assert "st.global" in ptx and "ld.global" in ptx  # the entry, and reserved0 for the capacity check
 
 
@@ -152,7 +140,9 @@ def test_the_kernel_passes_the_abort_buffer_to_entries_that_take_it(abort_buffer
 
 def test_an_entry_with_any_name_is_called_by_the_kernel():
     text = id_program().replace("@main(", '@"shader.main"(')
-    assert all(name.startswith("dprintf_$_printf") for name in called(lowered_ptx(text, entry="shader.main")))
+    assert all(
+        name.startswith("dprintf_$_printf") for name in functions(lowered_ptx(text, entry="shader.main"))
+    )
 
 
 def test_a_module_defining_the_kernel_name_is_refused():
@@ -478,58 +468,3 @@ def test_dprintf_run_on_the_gpu():
     )
     assert done.returncode == 3
     assert re.search(r"invocation [3-7]: value -\d+ is negative \(limit 0\.0\)", done.stderr)
-
-
-def _looping_program() -> str:
-    """Invocation `id` prints `id % 7` times, in a loop whose iterations diverge between two formats of
-    different sizes: warps of a thread block reserve again and again, in groups of either size."""
-    a = call(PRINTF, "%buf", "a", [("i32", "%id"), ("i32", "%k")])
-    b = call(PRINTF, "%buf", "b", [("i32", "%id"), ("i32", "%k"), ("i32", "%mixed")])
-    body = (
-        "  %times = urem i32 %id, 7\n  br label %loop\nloop:\n"
-        "  %k = phi i32 [ 0, %entry ], [ %k.next, %next ]\n"
-        "  %more = icmp ult i32 %k, %times\n  br i1 %more, label %print, label %exit\nprint:\n"
-        "  %sum = add i32 %id, %k\n  %parity = and i32 %sum, 1\n  %odd = icmp ne i32 %parity, 0\n"
-        "  br i1 %odd, label %first, label %second\nfirst:\n" + a + "  br label %next\nsecond:\n"
-        "  %mixed = xor i32 %id, %k\n" + b + "  br label %next\nnext:\n"
-        "  %k.next = add i32 %k, 1\n  br label %loop\nexit:\n"
-    )
-    return program(body, strings=string_global("a", "a %u %u\n") + string_global("b", "b %u %u %u\n"))
-
-
-@gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("room", [1.0, 0.5])
-def test_warps_reserving_together_again_and_again_lose_and_duplicate_nothing(room):
-    """`block_combining` under load: 2^20 invocations, the warps of each thread block reserving in
-    batches while their lanes diverge between entries of 3 and 4 dwords; with room for all of them,
-    exactly the expected entries, and with room for half, only whole expected entries, none twice, and
-    the dwords that did not fit counted exactly."""
-    invocations = 1 << 20
-    expected = {
-        (id_, k) for id_ in range(invocations) for k in range(id_ % 7)
-    }  # each with `a` when id + k is odd
-    sizes = {"a": entry_dwords((ArgType("i", 32),) * 2), "b": entry_dwords((ArgType("i", 32),) * 3)}
-    total = sum(sizes["a"] if (id_ + k) % 2 else sizes["b"] for id_, k in expected)
-    capacity = int(total * room)
-    result = run_gpu(_looping_program(), invocations=invocations, buffer_size=HEADER_BYTES + 4 * capacity)
-    assert result.ending is Ending.COMPLETED and result.issues == []
-    seen = []
-    for name, count in (("a", 2), ("b", 3)):
-        layout = (ArgType("i", 32),) * count
-        group = result.printf.columns.get(
-            FormatEntry.for_call(f"{name} %u" + " %u" * (count - 1) + "\n", layout).index
-        )
-        if group is None:
-            continue
-        ids, ks, *rest = (column.astype(np.int64) for column in group.columns)
-        assert all(((ids + ks) % 2 == 1) == (name == "a"))
-        if rest:
-            assert np.array_equal(rest[0], ids ^ ks)
-        seen += list(zip(ids.tolist(), ks.tolist(), strict=True))
-    assert len(seen) == len(set(seen)) and set(seen) <= expected
-    written = sum(sizes["a"] if (id_ + k) % 2 else sizes["b"] for id_, k in seen)
-    assert result.printf.buffer_offset == total and result.printf.dropped_dwords == total - min(
-        total, capacity
-    )
-    assert written <= capacity and (room < 1 or written == total)

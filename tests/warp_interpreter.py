@@ -241,11 +241,6 @@ _BINARY: dict[str, Callable[[int, int, int], int]] = {
     "udiv": lambda a, b, _: a // b,
     "urem": lambda a, b, _: a % b,
 }
-_ATOMIC: dict[str, Callable[[int, int], int]] = {  # atomicrmw: the new value from the old and the operand
-    "add": lambda old, value: old + value,
-    "sub": lambda old, value: old - value,
-    "xchg": lambda _, value: value,
-}
 _COMPARE: dict[str, Callable[[int, int, int], bool]] = {
     "eq": lambda a, b, _: a == b,
     "ne": lambda a, b, _: a != b,
@@ -275,7 +270,7 @@ def _lane_instruction(memory: Memory, instruction: ins.Instruction, operands: li
         return _cast(opname, instruction.operands[0].type, type_, operands[0])
     if isinstance(instruction, ins.GEPInstr):
         return _address(instruction, operands)
-    if isinstance(instruction, (ins.LoadInstr, ins.LoadAtomicInstr)):
+    if isinstance(instruction, ins.LoadInstr):
         return decode(type_, memory.read(operands[0], size_of(type_)))
     if isinstance(instruction, (ins.StoreInstr, ins.StoreAtomicInstr)):
         value, pointer = operands
@@ -284,8 +279,8 @@ def _lane_instruction(memory: Memory, instruction: ins.Instruction, operands: li
     if isinstance(instruction, ins.AtomicRMW):
         pointer, value = operands
         old = decode(type_, memory.read(pointer, size_of(type_)))
-        new = _ATOMIC[instruction.operation](old, value) & ((1 << type_.width) - 1)
-        memory.write(pointer, encode(type_, new))
+        assert instruction.operation == "add", instruction.operation
+        memory.write(pointer, encode(type_, old + value))
         return old
     if isinstance(instruction, ins.ExtractElement):
         return operands[0][operands[1]]
@@ -398,7 +393,6 @@ _LANE_INTRINSICS: dict[str, Callable[..., int | None]] = {
     "llvm.ctpop": lambda value: bin(value).count("1"),
     "llvm.cttz": lambda value, _: (value & -value).bit_length() - 1 if value else 32,
     "llvm.trap": _trap,
-    "llvm.nvvm.nanosleep": lambda _: None,  # a waiting warp's pause: the warp runs alone here
 }
 
 

@@ -24,7 +24,7 @@ from ..ir.diagnostics import LoweringError
 from ..ir.lexer import bare_name, global_references
 from ..ir.reading import parse_source, verify
 from ..targets.machines import optimize, target_machine
-from ..targets.runtime_globals import COMBINING_INIT, define_declared_globals
+from ..targets.runtime_globals import define_declared_globals
 from ..targets.target import Target, get_target
 from .cuda_driver import CudaDriver, DriverMissing
 from .device import ABORT_IMAGE, WORKER_MODULES, DeviceError, DeviceRun, EntryPoint, Image, Launch
@@ -92,14 +92,11 @@ def kernel_ir(entry: EntryPoint, name: str = KERNEL_NAME, declared: Collection[s
     data = "".join(f", {buffer} %data{k}" for k in range(entry.data_buffers))
     registers = [f"llvm.nvvm.read.ptx.sreg.{register}" for register in _SPECIAL_REGISTERS]
     declarations = "".join(f"declare i32 @{name}()\n" for name in registers if name not in declared)
-    start = _combining_start(buffer) if COMBINING_INIT in declared else ""
-    if start:
-        declarations += "declare void @llvm.nvvm.barrier0()\n"
     return f"""
 {declarations}
 define ptx_kernel void @{name}({buffer} %printf, {buffer} %abort{data}, i32 %count) {{
 entry:
-{start}  %block = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %block = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
   %block.size = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
   %thread = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
   %block.first = mul i32 %block, %block.size
@@ -112,20 +109,6 @@ run:
 done:
   ret void
 }}
-"""
-
-
-def _combining_start(buffer: str) -> str:
-    """The kernel's first blocks where the module combines printf reservations (`block_combining`):
-    thread 0 sets the thread block's state, then every thread waits at a barrier for it."""
-    return f"""  %first.thread = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %sets = icmp eq i32 %first.thread, 0
-  br i1 %sets, label %combining.init, label %combining.ready
-combining.init:
-  call void @"{COMBINING_INIT}"({buffer} %printf)
-  br label %combining.ready
-combining.ready:
-  call void @llvm.nvvm.barrier0()
 """
 
 

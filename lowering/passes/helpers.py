@@ -30,7 +30,6 @@ from ..ir.building import I32, I64, constant, declared, internal_function, store
 from ..ir.lexer import global_name
 from ..ir.types import parse_type
 from ..targets.target import EntryStores, Target
-from .block_combining import define_combining
 from .entry_stores import MAX_TOGETHER_DWORDS, Scratch, shuffle_together, store_in_pieces, whole_warp_region
 from .warp_aggregation import WarpReservation, define_warp_aggregated_reserve, emit_warp_reservation
 
@@ -180,7 +179,6 @@ def define_helper(
     target: Target,
     reserve: ir.Function | None = None,
     scratch: Scratch | None = None,
-    combined: ir.Function | None = None,
 ) -> ir.Function:
     """Define the helper in `module`, called as `helper(buffer, i64 header, arguments...)`.
 
@@ -192,8 +190,7 @@ def define_helper(
     size in bytes, that entry, and a zero dword when padding to 8 bytes, the size stored last with
     release ordering; then a fence and `llvm.trap`. An aggregated printf whose target's `entry_stores`
     are cooperative reserves inline (`emit_warp_reservation`) and, where the whole warp's region fits,
-    writes it together (`warp_entry_stores`); `scratch` is the shared memory of `EntryStores.SHARED`,
-    and `combined` the reservation shared with the thread block's other warps (`block_combining`).
+    writes it together (`warp_entry_stores`); `scratch` is the shared memory of `EntryStores.SHARED`.
     """
     is_abort = helper.kind == ABORT
     size = constant(abort_record_dwords(helper.layout) if is_abort else helper.entry_dwords)
@@ -217,7 +214,7 @@ def define_helper(
     together = _writes_together(helper, target)
     reservation = None
     if together:
-        reservation = emit_warp_reservation(builder, buffer, size, combined)
+        reservation = emit_warp_reservation(builder, buffer, size)
         old = reservation.old
     elif reserve is None:
         old = builder.atomic_rmw("add", buffer, size, "monotonic", name="old")
@@ -514,16 +511,10 @@ class HelperSet:
         """An `llvmlite.ir` module defining the helpers, the warp-aggregated reserves they call and the
         scratch of those that write their entries together through shared memory."""
         built = ir.Module()
-        buffer_types = list(dict.fromkeys(helper.buffer_type for helper in self if helper.aggregated))
-        combined = None
-        if buffer_types and target.combines_reservations:  # the first buffer type's printf buffer
-            combined = define_combining(built, self.prefix, parse_type(buffer_types[0]))
+        buffer_types = dict.fromkeys(helper.buffer_type for helper in self if helper.aggregated)
         reserves = {
             buffer_type: define_warp_aggregated_reserve(
-                built,
-                f"{self.prefix}reserve.{n}",
-                parse_type(buffer_type),
-                combined if buffer_type == buffer_types[0] else None,
+                built, f"{self.prefix}reserve.{n}", parse_type(buffer_type)
             )
             for n, buffer_type in enumerate(buffer_types)
         }
@@ -533,8 +524,7 @@ class HelperSet:
             scratch = Scratch(built, f"{self.prefix}entry.scratch", max(together))
         for helper in self:
             reserve = reserves[helper.buffer_type] if helper.aggregated else None
-            shares = combined if buffer_types and helper.buffer_type == buffer_types[0] else None
-            define_helper(built, helper, target, reserve, scratch, shares)
+            define_helper(built, helper, target, reserve, scratch)
         for build in self._builders:
             build(built)
         return built

@@ -62,12 +62,9 @@ def shuffle(builder: ir.IRBuilder, mask: ir.Value, value: ir.Value, source: ir.V
     return builder.call(intrinsic, [mask, value, source, constant(_SHUFFLE_WHOLE_WARP, I32)], name=name)
 
 
-def emit_warp_reservation(
-    builder: ir.IRBuilder, counter: ir.Value, size: ir.Value, combined: ir.Function | None = None
-) -> WarpReservation:
+def emit_warp_reservation(builder: ir.IRBuilder, counter: ir.Value, size: ir.Value) -> WarpReservation:
     """The warp-aggregated `atomicrmw add %counter, %size monotonic` at the builder, which it leaves at
-    the end of the block where every lane has its reservation (blocks are added to its function). With
-    `combined`, the leader adds through it, with the other warps of its thread block (`block_combining`)."""
+    the end of the block where every lane has its reservation (blocks are added to its function)."""
     module, function = builder.module, builder.function
     active = builder.call(warp_intrinsic(module, "llvm.nvvm.activemask"), [], name="active")
     address = builder.ptrtoint(counter, I64, name="address")
@@ -86,11 +83,9 @@ def emit_warp_reservation(
 
     builder.position_at_end(reserve)
     lanes = builder.zext(builder.call(population, [group], name="lanes"), I64, name="lanes.wide")
-    total = builder.mul(lanes, size, name="total")
-    if combined is None:
-        first = builder.atomic_rmw("add", counter, total, "monotonic", name="first.leader")
-    else:
-        first = builder.call(combined, [counter, total], name="first.leader")
+    first = builder.atomic_rmw(
+        "add", counter, builder.mul(lanes, size, name="total"), "monotonic", name="first.leader"
+    )
     builder.branch(share)
 
     builder.position_at_end(share)
@@ -111,11 +106,9 @@ def emit_warp_reservation(
     return WarpReservation(active, group, lane, rank, base, old)
 
 
-def define_warp_aggregated_reserve(
-    module: ir.Module, name: str, buffer_type: ir.Type, combined: ir.Function | None = None
-) -> ir.Function:
+def define_warp_aggregated_reserve(module: ir.Module, name: str, buffer_type: ir.Type) -> ir.Function:
     """Define `@name(buffer_type %counter, i64 %size) -> i64` in `module`, the warp-aggregated atomic
-    add (through `combined` where given), with the intrinsics it calls.
+    add, with the intrinsics it calls.
 
     Returns what the calling lane's own `atomicrmw add %counter, %size monotonic` would have returned.
     """
@@ -124,5 +117,5 @@ def define_warp_aggregated_reserve(
     )
     counter, size = function.args
     builder = ir.IRBuilder(function.append_basic_block("entry"))
-    builder.ret(emit_warp_reservation(builder, counter, size, combined).old)
+    builder.ret(emit_warp_reservation(builder, counter, size).old)
     return function

@@ -24,9 +24,6 @@ CONSTANT_POINTER_TYPE = f"ptr addrspace({CONSTANT_ADDRESS_SPACE})"
 INSTRUMENTATION_BUFFER_GLOBAL = "lgc.instrumentation.buffer"  # the block counters (SPEC 10)
 RACES_SHADOW_GLOBAL = "lgc.races.shadow"  # each data buffer's shadow, `[K x ptr]` (SPEC 12)
 SITE_COUNTS_GLOBAL = "lgc.debug.printf.site.counts"  # a u64 a printf call site (`--max-lines-per-site`)
-# What a kernel calls first, in thread 0, then a barrier, where the module combines printf reservations
-# across a thread block's warps (`passes.block_combining`); it takes the printf buffer.
-COMBINING_INIT = "lgc.debug.printf.combining.init"
 
 
 def define_declared_globals(module: llvm.ModuleRef, names: Iterable[str]) -> None:

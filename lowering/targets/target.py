@@ -91,8 +91,6 @@ class Target:
     `counter_placement` puts the counters on blocks or on edges. `entry_stores` says how an aggregated
     printf writes its entries (`EntryStores`); `cold_printf` makes every printf helper a `noinline`
     `cold` function, so that the code around a printf that is not taken holds only the call.
-    `combines_reservations` has the warps of a thread block add their aggregated printf reservations
-    to `bufferOffset` together (`passes.block_combining`); the kernel then calls its init first.
     `global_address_space`, when set, is where memory the runtime points to with a plain pointer (the
     shadows of SPEC 12) is accessed: the GPU's global memory rather than the generic address space.
     """
@@ -113,7 +111,6 @@ class Target:
     counter_placement: CounterPlacement = CounterPlacement.EDGES
     entry_stores: EntryStores = EntryStores.LANE
     cold_printf: bool = False
-    combines_reservations: bool = False
 
     @property
     def buffer_type(self) -> str:
@@ -157,7 +154,6 @@ TARGETS: dict[str, Target] = {
             aggregation=Aggregation.ALWAYS,
             entry_stores=EntryStores.SHUFFLE,
             cold_printf=False,
-            combines_reservations=True,
             sums_counts_per_warp=True,
             counter_slices=128,  # an H100 has 132 multiprocessors
             counter_copy=CounterCopy.MULTIPROCESSOR,
