@@ -468,3 +468,59 @@ def test_dprintf_run_on_the_gpu():
     )
     assert done.returncode == 3
     assert re.search(r"invocation [3-7]: value -\d+ is negative \(limit 0\.0\)", done.stderr)
+
+
+def _looping_program() -> str:
+    """Invocation `id` prints `id % 7` times, in a loop whose iterations diverge between two formats of
+    different sizes: a warp's lanes reserve again and again, in groups of either size, some of them
+    an iteration ahead of the others."""
+    a = call(PRINTF, "%buf", "a", [("i32", "%id"), ("i32", "%k")])
+    b = call(PRINTF, "%buf", "b", [("i32", "%id"), ("i32", "%k"), ("i32", "%mixed")])
+    body = (
+        "  %times = urem i32 %id, 7\n  br label %loop\nloop:\n"
+        "  %k = phi i32 [ 0, %entry ], [ %k.next, %next ]\n"
+        "  %more = icmp ult i32 %k, %times\n  br i1 %more, label %print, label %exit\nprint:\n"
+        "  %sum = add i32 %id, %k\n  %parity = and i32 %sum, 1\n  %odd = icmp ne i32 %parity, 0\n"
+        "  br i1 %odd, label %first, label %second\nfirst:\n" + a + "  br label %next\nsecond:\n"
+        "  %mixed = xor i32 %id, %k\n" + b + "  br label %next\nnext:\n"
+        "  %k.next = add i32 %k, 1\n  br label %loop\nexit:\n"
+    )
+    return program(body, strings=string_global("a", "a %u %u\n") + string_global("b", "b %u %u %u\n"))
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("room", [1.0, 0.5])
+def test_warps_reserving_together_again_and_again_lose_and_duplicate_nothing(room):
+    """Warp-aggregated reservations under divergence: 2^20 invocations whose lanes diverge between
+    entries of 4 and 5 dwords in a loop; with room for all of them, exactly the expected entries, and
+    with room for half, only whole expected entries, none twice, and the dwords that did not fit
+    counted exactly."""
+    invocations = 1 << 20
+    expected = {
+        (id_, k) for id_ in range(invocations) for k in range(id_ % 7)
+    }  # each with `a` when id + k is odd
+    sizes = {"a": entry_dwords((ArgType("i", 32),) * 2), "b": entry_dwords((ArgType("i", 32),) * 3)}
+    total = sum(sizes["a"] if (id_ + k) % 2 else sizes["b"] for id_, k in expected)
+    capacity = int(total * room)
+    result = run_gpu(_looping_program(), invocations=invocations, buffer_size=HEADER_BYTES + 4 * capacity)
+    assert result.ending is Ending.COMPLETED and result.issues == []
+    seen = []
+    for name, count in (("a", 2), ("b", 3)):
+        layout = (ArgType("i", 32),) * count
+        group = result.printf.columns.get(
+            FormatEntry.for_call(f"{name} %u" + " %u" * (count - 1) + "\n", layout).index
+        )
+        if group is None:
+            continue
+        ids, ks, *rest = (column.astype(np.int64) for column in group.columns)
+        assert all(((ids + ks) % 2 == 1) == (name == "a"))
+        if rest:
+            assert np.array_equal(rest[0], ids ^ ks)
+        seen += list(zip(ids.tolist(), ks.tolist(), strict=True))
+    assert len(seen) == len(set(seen)) and set(seen) <= expected
+    written = sum(sizes["a"] if (id_ + k) % 2 else sizes["b"] for id_, k in seen)
+    assert result.printf.buffer_offset == total and result.printf.dropped_dwords == total - min(
+        total, capacity
+    )
+    assert written <= capacity and (room < 1 or written == total)
