@@ -159,15 +159,15 @@ def _conversion(opcode: str, names: str, shape: _Shape, source: str, target: _Sh
         return None
     kind = shape.element
     if opcode == "fptosi":
-        below = -(2.0 ** (width - 1)) - 1
+        least = -(1 << (width - 1))
         low = (
-            ("ule", below)
-            if _exact(below, kind)
-            else ("ult", -(2.0 ** (width - 1)) if _exact(-(2.0 ** (width - 1)), kind) else -_INFINITY)
+            ("ule", least - 1)
+            if _exact(least - 1, kind)
+            else ("ult", least if _exact(least, kind) else -_INFINITY)
         )
-        high = 2.0 ** (width - 1)
+        high = -least
     else:
-        low, high = ("ule", -1.0), 2.0**width
+        low, high = ("ule", -1), 1 << width
     predicate, bound = low
     top = high if _exact(high, kind) else _INFINITY
     lines = [
@@ -179,11 +179,12 @@ def _conversion(opcode: str, names: str, shape: _Shape, source: str, target: _Sh
     return _test(opcode, names, shape, target.text, lines, source, signed=True, value_type=value_type)
 
 
-def _exact(value: float, kind: str) -> bool:
-    """Whether `value` is a finite number of the float type `kind`."""
+def _exact(value: int, kind: str) -> bool:
+    """Whether the integer `value` is a finite number of the float type `kind` (tested as the integer:
+    Python's floats round -2^63-1 to -2^63)."""
     with np.errstate(over="ignore"):
         found = _FLOATS[kind](value)
-    return bool(np.isfinite(found)) and float(found) == value
+    return bool(np.isfinite(found)) and int(found) == value
 
 
 def _hex(value: float) -> str:
