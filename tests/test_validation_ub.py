@@ -280,3 +280,55 @@ def test_the_gpu_code_carries_the_checks():
     assert "lgc_validation_buffer_sizes" in ptx and "lgc_validation_ranges" in ptx
     assert "atom.global.or.b64" in ptx  # the stores mark their bytes written
     assert "trap;" in ptx  # @other's unreachable, reached
+
+
+CPU_PLACES = [place for place in PLACES if place.values[0][0] == "cpu"]
+NAN, INFINITY = float("nan"), float("inf")
+# (float type, integer type, NumPy's types, values converted: defined, then undefined): the least
+# defined value is -2^(N-1), where -2^(N-1)-1 is not a float of the type (float, double and half: the
+# test is x < -2^(N-1)), and is a double for i32 (the test is x <= -2^31-1).
+BOUNDS = [
+    ("float", "i32", np.float32, np.int32, [-(2.0**31), 2147483520.0, -7.9], [-2147483904.0, 2.0**31]),
+    (
+        "double",
+        "i64",
+        np.float64,
+        np.int64,
+        [-(2.0**63), 9223372036854774784.0, 1.5],
+        [-9223372036854777856.0, 2.0**63],
+    ),
+    ("half", "i16", np.float16, np.int16, [-32768.0, 32752.0, -3.5], [-32800.0, 32768.0]),
+    ("double", "i32", np.float64, np.int32, [-2147483648.9, 2147483647.9, 2.5], [-2147483649.0, 2.0**31]),
+]
+
+
+@pytest.mark.parametrize("place", CPU_PLACES)
+@pytest.mark.parametrize(
+    ("source", "target", "floats", "integers", "defined", "undefined"),
+    BOUNDS,
+    ids=[f"{source}-{target}" for source, target, *_ in BOUNDS],
+)
+def test_fptosi_at_the_bounds_of_the_integer_type(
+    place, source, target, floats, integers, defined, undefined
+):
+    """Each value in an invocation of its own: the least defined (-2^(N-1)) converts to INT_MIN
+    unreported (to i64 it was reported while Python's floats rounded -2^63-1 to -2^63), and the
+    greatest converts; the float below it, 2^(N-1), NaN and the infinities are reported and yield 0.
+    The checks are the lowering's, the same for every target: the cpu runs them."""
+    values = [*defined, *undefined, NAN, INFINITY, -INFINITY]
+    body = (
+        f"  %in.at = getelementptr {source}, ptr addrspace(7) %in, i64 %wide\n"
+        f"  %x = load {source}, ptr addrspace(7) %in.at\n"
+        f"  %r = fptosi {source} %x to {target}\n"
+        f"  %out.at = getelementptr {target}, ptr addrspace(7) %out, i64 %wide\n"
+        f"  store {target} %r, ptr addrspace(7) %out.at\n"
+    )
+    buffers = [floats(values).tobytes(), np.dtype(integers).itemsize * len(values)]
+    result = run(entry(body, buffers=["in", "out"]), buffers, len(values), place, validate="ub")
+    bad = len(defined)
+    assert reports(result) == [("ub", "fptosi", "main", len(values) - bad, bad)]
+    assert result.validation[0].example == floats(undefined[0])
+    assert result.validation[0].values == (-INFINITY, INFINITY)
+    found = np.frombuffer(bytes(result.data_buffers[1]), integers)
+    assert found.tolist() == [int(floats(value)) for value in defined] + [0] * (len(values) - bad)
+    assert found[0] == np.iinfo(integers).min
