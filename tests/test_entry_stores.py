@@ -21,11 +21,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 import pytest
 from dprintf_ir import DECLARATIONS, PRINTF, call, string_global
+from host_jit import host_function
 
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import Ending, find_entry, run_lowered, run_sources
@@ -36,7 +36,6 @@ from lowering.passes.entry_stores import MAX_TOGETHER_DWORDS, SCRATCH_WARPS
 from lowering.passes.helpers import COUNTER_TYPE, HelperSet, PrintfGate
 from lowering.passes.helpers import PRINTF as PRINTF_KIND
 from lowering.pipeline import lower_sources
-from lowering.targets.machines import host_target_machine
 from lowering.targets.target import NVPTX_BLOCK_THREADS, Aggregation, EntryStores, get_target
 from metadata.wire import OFFSET_CLAMP_DWORDS, entry_header
 from tests.warp_interpreter import FULL, LANES, Warp, WarpError
@@ -354,12 +353,7 @@ def test_bench_gpus_three_store_patterns_write_what_its_printf_writes():
 
 def run_on_host(text: str, buffer: np.ndarray, invocations: int) -> None:
     """`@main(ptr addrspace(1) %buf, i32 %id)` of `text` for ids 0 .. invocations-1, on the host."""
-    module = llvm.parse_assembly(text)
-    machine = host_target_machine()
-    module.triple, module.data_layout = machine.triple, str(machine.target_data)
-    engine = llvm.create_mcjit_compiler(module, machine)
-    engine.finalize_object()
-    main = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32)(engine.get_function_address("main"))
+    main = host_function(text, "main", ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32))
     for id_ in range(invocations):
         main(buffer.ctypes.data, id_)
 

@@ -4,7 +4,6 @@ targets, and linking several modules into one table."""
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import re
 import signal
@@ -17,10 +16,10 @@ import msgpack
 import numpy
 import pytest
 from dprintf_ir import ABORT, DECLARATIONS, PRINTF, call, constant, string_global
+from host_jit import host_function, pointers
 
 from lowering.lowered_module import LoweredModule, Source
 from lowering.pipeline import lower_sources
-from lowering.targets.machines import host_target_machine
 from lowering.targets.target import Aggregation, get_target
 from metadata.elf_notes import pal_metadata_ir
 from metadata.ids import format_string_id
@@ -97,11 +96,7 @@ class Jitted:
     """A lowered module compiled by MCJIT for the host; `entry` called on numpy buffers."""
 
     def __init__(self, lowered: LoweredModule, entry: str = "entry", buffers: int = 1) -> None:
-        module = llvm.parse_assembly(lowered.ir)
-        self.engine = llvm.create_mcjit_compiler(module, host_target_machine())
-        self.engine.finalize_object()
-        prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * buffers)
-        self.function = prototype(self.engine.get_function_address(entry))
+        self.function = host_function(lowered.ir, entry, pointers(buffers))
 
     def __call__(self, *buffers: numpy.ndarray) -> None:
         self.function(*(buffer.ctypes.data for buffer in buffers))

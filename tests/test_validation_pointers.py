@@ -5,12 +5,21 @@ neighbours, and its clean twin reporting nothing (cpu on 1 and 2 threads, and a 
 
 from __future__ import annotations
 
+import bisect
+import ctypes
+import functools
+from collections.abc import Callable
+
+import llvmlite.ir as ir
 import pytest
+from host_jit import host_function
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from validation_runs import PLACES, UNKNOWN, entry, guards_intact, reports, run, words
 
+from lowering.ir.building import I64
 from lowering.lowered_module import Source
+from lowering.passes.validation_helpers import define_search
 from lowering.pipeline import lower_sources
 from metadata.live_ranges import NO_RANGE, PRINTF_RANGE, LiveRange, table_bytes
 
@@ -195,32 +204,16 @@ def test_the_table_of_live_ranges_is_sorted_into_columns():
         table_bytes([LiveRange(0, 10, 0), LiveRange(5, 20, 1)])
 
 
-def _compiled_search():
-    """`define_search` alone, compiled for this machine: (engine, a function of (table, address))."""
-    import ctypes
-
-    import llvmlite.binding as llvm
-    import llvmlite.ir as ir
-
-    from lowering.ir.building import I64
-    from lowering.passes.validation_helpers import define_search
-    from lowering.targets.machines import host_target_machine
-
+@functools.cache
+def _compiled_search() -> Callable[[int, int], int]:
+    """`define_search` alone, compiled for this machine: a function of (table, address)."""
     module = ir.Module("search")
     search = define_search(module, "search", ir.PointerType())
     outer = ir.Function(module, ir.FunctionType(I64, [ir.PointerType(), I64]), "search.outer")
     builder = ir.IRBuilder(outer.append_basic_block())
     builder.ret(builder.call(search, outer.args))
-    machine = host_target_machine()
-    parsed = llvm.parse_assembly(str(module))
-    parsed.triple, parsed.data_layout = machine.triple, str(machine.target_data)
-    engine = llvm.create_mcjit_compiler(parsed, machine)
-    engine.finalize_object()
-    address = engine.get_function_address("search.outer")
-    return engine, ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64)(address)
-
-
-_SEARCH = []
+    prototype = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64)
+    return host_function(str(module), "search.outer", prototype)
 
 
 @settings(max_examples=60, deadline=None)
@@ -233,12 +226,7 @@ def test_the_search_through_the_index_is_bisect(gaps: list[int], scale: int, pro
     """The compiled search over tables of ranges spread evenly, crowded, or far apart: for every address
     (below the first range, inside, between, at a begin, past the last) the position of the last range
     whose begin is at most it, as `bisect` finds it."""
-    import bisect
-    import ctypes
-
-    if not _SEARCH:
-        _SEARCH.extend(_compiled_search())
-    search = _SEARCH[1]
+    search = _compiled_search()
     begins, at = [], 1 << 12
     for gap in gaps:
         at += gap * scale if gap % 3 else gap  # some ranges crowd, most spread by `scale`
