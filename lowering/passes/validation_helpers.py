@@ -66,9 +66,8 @@ def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Funct
     address."""
     function = internal_function(module, name, I64, [(table_type, "table"), (I64, "address")], _ATTRIBUTES)
     table, address = function.args
-    start, loop, body, done, scan, probe, out = (
-        function.append_basic_block(label)
-        for label in ("start", "loop", "body", "done", "scan", "probe", "out")
+    start, loop, body, scan, probe, out = (
+        function.append_basic_block(label) for label in ("start", "loop", "body", "scan", "probe", "out")
     )
     builder = ir.IRBuilder(start)
     first_low, first_size = _window(builder, table, address)
@@ -76,7 +75,7 @@ def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Funct
     builder.position_at_end(loop)
     low = builder.phi(I64, name="low")  # the window: positions low .. low+size-1; the answer is at or
     size = builder.phi(I64, name="size")  # after low-1, and before low+size
-    builder.cbranch(builder.icmp_unsigned(">", size, constant(SEARCH_WAYS), name="wide"), body, done)
+    builder.cbranch(builder.icmp_unsigned(">", size, constant(SEARCH_WAYS), name="wide"), body, scan)
     builder.position_at_end(body)
     step = builder.udiv(size, constant(SEARCH_WAYS), name="step")
     below = constant(0)  # how many of the splitting begins are at or below the address
@@ -93,8 +92,6 @@ def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Funct
     low.add_incoming(next_low, body)
     size.add_incoming(first_size, start)
     size.add_incoming(next_size, body)
-    builder.position_at_end(done)
-    builder.branch(scan)
     builder.position_at_end(scan)
     taken = builder.phi(I64, name="taken")  # begins of the window at or below the address so far
     more = builder.icmp_unsigned("<", taken, size, name="more")
@@ -104,7 +101,7 @@ def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Funct
     next_taken = builder.add(taken, constant(1), name="taken.next")
     at_or_below = builder.icmp_unsigned("<=", _word(builder, table, word, "begin"), address)
     builder.cbranch(at_or_below, scan, out)
-    taken.add_incoming(constant(0), done)
+    taken.add_incoming(constant(0), loop)
     taken.add_incoming(next_taken, probe)
     builder.position_at_end(out)
     builder.ret(builder.sub(builder.add(low, taken), constant(1), name="position"))
