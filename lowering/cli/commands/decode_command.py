@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.decoding.buffer_region import Issue
@@ -37,6 +37,8 @@ from ...devices.device import Image
 from ..process_ends import write_stdout
 from . import EXIT_DEVICE_LOST, EXIT_OK, EXIT_VALIDATION_ERRORS, InputError, error, read_bytes, warn
 from .profile_output import write_profile
+
+T = TypeVar("T")  # a metadata table (`_one_table`)
 
 STDIN = "-"
 
@@ -66,20 +68,28 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _profile(elves: list[tuple[str, bytes]], path: str) -> Profile:
-    """The profile of the counters dump at `path`, with the instrumentation table of the ELFs (one of
-    them must have it)."""
+def _one_table(
+    elves: list[tuple[str, bytes]], from_document: Callable[[dict], T | None], key: str, option: str
+) -> tuple[str, T]:
+    """The one ELF of `elves` whose metadata has the `key` table `option` needs, and that table (read
+    by `from_document`); InputError when none or several have it."""
     tables = [
         (name, table)
         for name, elf in elves
-        if (table := InstrumentationTable.from_document(read_document(elf, source=name))) is not None
+        if (table := from_document(read_document(elf, source=name))) is not None
     ]
     if len(tables) != 1:
         found = "none has" if not tables else f"{len(tables)} have ({', '.join(name for name, _ in tables)})"
-        raise InputError(
-            f"--instrumentation-buffer needs one ELF with an {INSTRUMENTATION_KEY} table: {found}"
-        )
-    name, table = tables[0]
+        raise InputError(f"{option} needs one ELF with an {key} table: {found}")
+    return tables[0]
+
+
+def _profile(elves: list[tuple[str, bytes]], path: str) -> Profile:
+    """The profile of the counters dump at `path`, with the instrumentation table of the ELFs (one of
+    them must have it)."""
+    name, table = _one_table(
+        elves, InstrumentationTable.from_document, INSTRUMENTATION_KEY, "--instrumentation-buffer"
+    )
     try:
         return Profile.from_buffer(table, read_bytes(path))
     except InstrumentationError as failure:
@@ -89,15 +99,7 @@ def _profile(elves: list[tuple[str, bytes]], path: str) -> Profile:
 def _races(elves: list[tuple[str, bytes]], paths: list[str]) -> tuple[list[RaceReport], list[str]]:
     """The races of the shadow dumps at `paths` (files, or directories of `races<N>.bin`), with the races
     table of the ELFs (one of them must have it); and a warning for each buffer with no shadow given."""
-    tables = [
-        (name, table)
-        for name, elf in elves
-        if (table := RaceTable.from_document(read_document(elf, source=name))) is not None
-    ]
-    if len(tables) != 1:
-        found = "none has" if not tables else f"{len(tables)} have ({', '.join(name for name, _ in tables)})"
-        raise InputError(f"--races-shadow needs one ELF with an {RACES_KEY} table: {found}")
-    name, table = tables[0]
+    name, table = _one_table(elves, RaceTable.from_document, RACES_KEY, "--races-shadow")
     dumps = [(path, read_bytes(path)) for path in _shadow_files(paths)]
     shadows = read_shadows(table, dumps)
     given = {shadow.buffer.buffer for shadow in shadows}
