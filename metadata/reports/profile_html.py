@@ -8,8 +8,9 @@ Every count of the text report appears in the page's text, written the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from html import escape
+from typing import TypeVar
 
 from .profile import (
     NEVER,
@@ -28,6 +29,7 @@ from .profile import (
 HEAT_COLOURS = ("#fff4c2", "#ffe38a", "#ffcc55", "#ffad33", "#ff8c1a")
 NEVER_COLOUR = "#f5b5b5"  # the lines and blocks never entered
 NEVER_TEXT = "#a00000"
+Row = TypeVar("Row", BlockRow, LineRow)  # a row of the block or the line table
 
 _STYLE = f"""
 body {{ font: 14px/1.4 system-ui, sans-serif; margin: 16px 20px; color: #1d1d1d; background: #fff; }}
@@ -199,39 +201,56 @@ def _metric_cells(row: BlockRow | LineRow, columns: Iterable[Column]) -> str:
 
 
 def _block_table(profile: Profile, anchors: dict[object, str]) -> str:
-    columns = profile.shown_columns()
-    rows = profile.hottest_blocks()
-    weights = [profile.instructions(row) for row in rows]
-    hottest = max(weights, default=0)
-    body = "".join(
-        f"<tr{_row_class(row.count, weight, hottest)}>"
-        f'<td class="l">{_link(f"#{row.block.index}", anchors.get(row.block.index))}</td>'
-        f'<td class="l">@{escape(row.block.function)}</td><td class="l">{escape(block_label(row.block))}</td>'
-        f'<td class="l">{escape(row.source)}</td>{_metric_cells(row, columns)}</tr>'
-        for row, weight in zip(rows, weights, strict=True)
+    body = _ranked_rows(
+        profile,
+        profile.hottest_blocks(),
+        lambda row: row.count,
+        lambda row: (
+            f'<td class="l">{_link(f"#{row.block.index}", anchors.get(row.block.index))}</td>'
+            f'<td class="l">@{escape(row.block.function)}</td>'
+            f'<td class="l">{escape(block_label(row.block))}</td>'
+            f'<td class="l">{escape(row.source)}</td>'
+        ),
     )
     return (
         '<table class="rows"><thead><tr><th class="l">block</th><th class="l">function</th>'
-        f'<th class="l">label</th><th class="l">source</th>{_metric_heads(columns)}</tr></thead>'
+        f'<th class="l">label</th><th class="l">source</th>{_metric_heads(profile.shown_columns())}'
+        "</tr></thead>"
         f"<tbody>{body}</tbody></table>"
     )
 
 
 def _line_table(profile: Profile, anchors: dict[object, str]) -> str:
-    columns = profile.shown_columns()
-    rows = profile.hottest_lines()
-    weights = [profile.instructions(row) for row in rows]
-    hottest = max(weights, default=0)
-    body = "".join(
-        f"<tr{_row_class(row.entered, weight, hottest)}>"
-        f'<td class="l">{_link(row.source, anchors.get((row.file, row.line)))}</td>'
-        f'<td class="l">{escape(", ".join(f"#{index}" for index in row.blocks))}</td>'
-        f"{_metric_cells(row, columns)}</tr>"
-        for row, weight in zip(rows, weights, strict=True)
+    body = _ranked_rows(
+        profile,
+        profile.hottest_lines(),
+        lambda row: row.entered,
+        lambda row: (
+            f'<td class="l">{_link(row.source, anchors.get((row.file, row.line)))}</td>'
+            f'<td class="l">{escape(", ".join(f"#{index}" for index in row.blocks))}</td>'
+        ),
     )
     return (
         '<div class="scroll"><table class="rows"><thead><tr><th class="l">source</th>'
-        f'<th class="l">blocks</th>{_metric_heads(columns)}</tr></thead><tbody>{body}</tbody></table></div>'
+        f'<th class="l">blocks</th>{_metric_heads(profile.shown_columns())}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+
+
+def _ranked_rows(
+    profile: Profile,
+    rows: Sequence[Row],
+    count: Callable[[Row], int | None],
+    leading: Callable[[Row], str],
+) -> str:
+    """A table's rows, hottest first: each row's `leading` cells, then its metrics, shaded by the
+    instructions it ran against the hottest row's."""
+    columns = profile.shown_columns()
+    weights = [profile.instructions(row) for row in rows]
+    hottest = max(weights, default=0)
+    return "".join(
+        f"<tr{_row_class(count(row), weight, hottest)}>{leading(row)}{_metric_cells(row, columns)}</tr>"
+        for row, weight in zip(rows, weights, strict=True)
     )
 
 
