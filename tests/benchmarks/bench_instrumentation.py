@@ -28,7 +28,6 @@ invocations on the nvptx device, every block's count against the numpy oracle of
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import shutil
@@ -38,6 +37,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench_options import gpu_and_cpu_parser
 
 from lowering.devices.harness import run_lowered, run_sources
 from lowering.lowered_module import Source
@@ -444,11 +445,7 @@ def exact_counts(log2: int, seeds: range) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cpu", action="store_true", help="the cpu device only")
-    parser.add_argument("--log2", type=int, default=24)
-    parser.add_argument("--cpu-log2", type=int, default=22)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser = gpu_and_cpu_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=4, help="generated shaders checked at 2^log2 (c)")
     parser.add_argument("--parts", default="a,b,c", help="the GPU comparisons to run, of a, b, c")
     args = parser.parse_args()

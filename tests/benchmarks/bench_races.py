@@ -22,12 +22,12 @@ with against without `--races` (best of `--repeat`), on 1 and 2 threads; and the
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from bench_options import gpu_and_cpu_parser
 from bench_validation import KERNELS
 from bench_validation import cpu_ratios as validation_cpu_ratios
 
@@ -200,11 +200,7 @@ def racecheck(log2: int, directory: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cpu", action="store_true", help="the cpu device only")
-    parser.add_argument("--log2", type=int, default=24)
-    parser.add_argument("--cpu-log2", type=int, default=22)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser = gpu_and_cpu_parser(__doc__.splitlines()[0])
     args = parser.parse_args()
     if args.cpu:
         print("\n".join(cpu_ratios(1 << args.cpu_log2, args.repeat)), flush=True)

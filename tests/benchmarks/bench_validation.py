@@ -32,11 +32,12 @@ table of 10,000 ranges set here (13a), on 1 and 2 threads.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from bench_options import gpu_and_cpu_parser
 
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
@@ -48,18 +49,18 @@ ENTRY = (
     "define void @main(ptr addrspace(7) %printf, ptr addrspace(7) %abort, i32 %id, "
     "ptr addrspace(7) %in, ptr addrspace(7) %out) {\nentry:\n"
 )
-MEMORY_IR = (
-    ENTRY
-    + """  %w = zext i32 %id to i64
-  %src = getelementptr float, ptr addrspace(7) %in, i64 %w
-  %x = load float, ptr addrspace(7) %src, align 4
+SCALE_AND_STORE = """  %x = load float, ptr addrspace(7) %src, align 4
   %y = fmul float %x, 2.000000e+00
   %z = fadd float %y, 1.000000e+00
   %dst = getelementptr float, ptr addrspace(7) %out, i64 %w
   store float %z, ptr addrspace(7) %dst, align 4
   ret void
 }
-"""
+"""  # the memory-bound kernel's body after its source `%src` and `%w` (its invocation, widened)
+MEMORY_IR = (
+    ENTRY
+    + "  %w = zext i32 %id to i64\n  %src = getelementptr float, ptr addrspace(7) %in, i64 %w\n"
+    + SCALE_AND_STORE
 )
 COMPUTE_IR = (
     ENTRY
@@ -98,15 +99,9 @@ POINTER_IR = (
   %element = udiv i32 %id, {RANGES}
   %element.wide = zext i32 %element to i64
   %src = getelementptr float, ptr addrspace(7) %range, i64 %element.wide
-  %x = load float, ptr addrspace(7) %src, align 4
-  %y = fmul float %x, 2.000000e+00
-  %z = fadd float %y, 1.000000e+00
   %w = zext i32 %id to i64
-  %dst = getelementptr float, ptr addrspace(7) %out, i64 %w
-  store float %z, ptr addrspace(7) %dst, align 4
-  ret void
-}}
 """
+    + SCALE_AND_STORE
 )
 UB_IR = (
     ENTRY
@@ -610,11 +605,7 @@ def cpu_spec13_ratios(invocations: int, repeat: int) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cpu", action="store_true", help="the cpu device only")
-    parser.add_argument("--log2", type=int, default=24)
-    parser.add_argument("--cpu-log2", type=int, default=22)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser = gpu_and_cpu_parser(__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("11", "13", "all"), default="all", help="SPEC 11's, 13's or both")
     args = parser.parse_args()
     spec11, spec13 = args.part in ("11", "all"), args.part in ("13", "all")
