@@ -125,7 +125,7 @@ def gpu_ratios(invocations: int) -> list[str]:
     anew: a load and an atomic each; the plain kernel's output zeroed alike), the zeroing not timed."""
     import cupy
     import numpy as np
-    from cupy_kernel import CudaKernel, device_buffer, interleaved_medians, prepared_medians
+    from cupy_kernel import CudaKernel, device_buffer, interleaved_medians
 
     from lowering.devices.device import EntryPoint
     from lowering.devices.nvptx import kernel_ptx, ptx_name
@@ -163,7 +163,7 @@ def gpu_ratios(invocations: int) -> list[str]:
             )
         for state, medians in (
             ("recorded", interleaved_medians(runs)),
-            ("fresh", prepared_medians(runs, zero)),
+            ("fresh", interleaved_medians(runs, zero)),
         ):
             plain, recorded = medians[False], medians[True]
             lines.append(

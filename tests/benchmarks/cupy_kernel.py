@@ -56,44 +56,31 @@ class CudaKernel:
 ROUNDS, BATCH = 40, 10  # interleaved_medians: rounds of a batch of launches of each variant
 
 
-def interleaved_medians(runs: Mapping[Hashable, Callable[[], None]]) -> dict[Hashable, float]:
+def interleaved_medians(
+    runs: Mapping[Hashable, Callable[[], None]], prepare: Mapping[Hashable, Callable[[], None]] | None = None
+) -> dict[Hashable, float]:
     """Each run's median milliseconds a launch, by CUDA events: one warm-up launch each, then `ROUNDS`
     rounds in which every run times a batch of `BATCH` launches in turn, so that clocks and the other
-    work of the machine weigh on every variant alike. Each run is launched `1 + ROUNDS * BATCH` times."""
-    for run in runs.values():
-        run()
-    cupy.cuda.runtime.deviceSynchronize()
-    times: dict[Hashable, list[float]] = {key: [] for key in runs}
-    for _ in range(ROUNDS):
-        for key, run in runs.items():
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            for _ in range(BATCH):
-                run()
-            end.record()
-            end.synchronize()
-            times[key].append(cupy.cuda.get_elapsed_time(start, end) / BATCH)
-    return {key: statistics.median(values) for key, values in times.items()}
+    work of the machine weigh on every variant alike. Each run is launched `1 + ROUNDS * BATCH` times.
+    With `prepare`, every launch comes after its run's `prepare` (zeroing what the launch starts from),
+    which is not timed: the batches are of one launch, `ROUNDS * BATCH` rounds of them."""
+    batch, rounds = (BATCH, ROUNDS) if prepare is None else (1, ROUNDS * BATCH)
 
-
-def prepared_medians(
-    runs: Mapping[Hashable, Callable[[], None]], prepare: Mapping[Hashable, Callable[[], None]]
-) -> dict[Hashable, float]:
-    """Each run's median milliseconds a launch when every launch comes after its `prepare` (zeroing what
-    the launch starts from), which is not timed: the runs take turns, `ROUNDS * BATCH` launches each,
-    each launch timed alone by CUDA events."""
-    for key, run in runs.items():
-        prepare[key]()
-        run()
-    cupy.cuda.runtime.deviceSynchronize()
-    times: dict[Hashable, list[float]] = {key: [] for key in runs}
-    for _ in range(ROUNDS * BATCH):
-        for key, run in runs.items():
+    def timed(key: Hashable, launches: int) -> float:
+        if prepare is not None:
             prepare[key]()
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            run()
-            end.record()
-            end.synchronize()
-            times[key].append(cupy.cuda.get_elapsed_time(start, end))
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for _ in range(launches):
+            runs[key]()
+        end.record()
+        end.synchronize()
+        return cupy.cuda.get_elapsed_time(start, end) / launches
+
+    for key in runs:
+        timed(key, 1)
+    times: dict[Hashable, list[float]] = {key: [] for key in runs}
+    for _ in range(rounds):
+        for key in runs:
+            times[key].append(timed(key, batch))
     return {key: statistics.median(values) for key, values in times.items()}
