@@ -10,6 +10,7 @@ points `@lgc.races.shadow[k]` at, is
 
     struct { u64 bufferBytes; u32 buffer; u32 classes; } header;   // written by the runtime
     struct { u32 greatest[W]; u32 notLeast[W]; } rows[C];          // one row per class recorded
+    struct { u32 greatest[G]; u32 notLeast[G]; } warps[C];         // G = ceil(W / 32) groups of words
 
 with one row per access class the buffer records, in `CLASSES` order (`classes` is their bit mask).
 An access of an invocation to a word has the key `packed + 1`, `packed = invocation << site_bits | site`,
@@ -26,9 +27,18 @@ key, it records L itself. Otherwise L was first, and the first other key's atomi
 min(L, key) = L. A slot whose `greatest` is 0 saw no access (keys are at least 1 and `~key` is not 0:
 `max_invocations` keeps `packed` at most PACKED_LIMIT).
 
-8 bytes of shadow a class and word: 2 bytes per data byte and class, of which a word touched by one
-invocation reads and writes only `greatest`'s 4. Only buffers with a site that writes or is atomic have
-a shadow (a buffer only ever read cannot race); a buffer records only the classes its sites have.
+A warp's record. Where the 32 lanes of a warp make one 4-byte access together, lane j of invocation
+i + j to word 32g + j of group g, their 32 keys are the key of lane 0 plus j << site_bits: the warp
+merges lane 0's key into group g's slot of `warps` instead (the nvptx target does; `lowering.passes.
+races`). Adding j << site_bits to every key of a set keeps its order, so the slot's least and greatest,
+each plus j << site_bits, are the least and greatest of the keys it stands for at word 32g + j. A
+word's keys are those of its slot in `rows` with those of its group's slot (`Shadow.row` of
+`metadata.decoding.race_shadow`), and the report reads the same whichever way each access was recorded.
+
+8 bytes of shadow a class and word, and 8 a class and group of 32 words: about 2 bytes per data byte
+and class, of which a word touched by one invocation reads and writes only `greatest`'s 4, and a word a
+warp records together an eighth of a byte. Only buffers with a site that writes or is atomic have a
+shadow (a buffer only ever read cannot race); a buffer records only the classes its sites have.
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ CLASSES = (WRITE, READ, ATOMIC)  # the access classes, in the order of a shadow'
 SHADOW_HEADER = struct.Struct("<QII")  # bufferBytes, buffer (its position), classes (a mask of CLASSES)
 SLOT_BYTES = 8  # a class and word: u32 greatest, u32 notLeast (in two arrays of the row)
 WORD_BYTES = 4
+WARP_WORDS = 32  # the words of a group: a warp's lanes, one word each
 PACKED_LIMIT = (1 << 32) - 3  # the greatest packed (invocation, site): neither its key nor ~key is 0
 _RANGE_KINDS = frozenset({"memcpy", "memmove"})  # a site reads or writes a range: its class says which
 
@@ -69,6 +80,11 @@ def class_mask(classes: tuple[str, ...]) -> int:
 
 def shadow_words(buffer_bytes: int) -> int:
     return -(-buffer_bytes // WORD_BYTES)
+
+
+def shadow_groups(buffer_bytes: int) -> int:
+    """G, the groups of WARP_WORDS words a warp's record stands for."""
+    return -(-shadow_words(buffer_bytes) // WARP_WORDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +124,8 @@ class ShadowBuffer:
 
     def shadow_bytes(self, buffer_bytes: int) -> int:
         """The bytes of the shadow of a `buffer_bytes`-byte data buffer, its header included."""
-        return SHADOW_HEADER.size + len(self.classes) * shadow_words(buffer_bytes) * SLOT_BYTES
+        slots = shadow_words(buffer_bytes) + shadow_groups(buffer_bytes)
+        return SHADOW_HEADER.size + len(self.classes) * slots * SLOT_BYTES
 
     def header(self, buffer_bytes: int) -> bytes:
         """The header the runtime writes at the start of the shadow."""

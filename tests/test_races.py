@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgpack
@@ -39,6 +40,7 @@ from metadata.races import (
     ShadowBuffer,
     ShadowError,
     merge,
+    shadow_groups,
     shadow_words,
 )
 from metadata.validation import Site, Unchecked
@@ -159,7 +161,7 @@ def test_the_table_is_in_the_note_and_decode_reports_a_dump_taken_elsewhere(tmp_
         "run", sample, "--races", "--buffer", "256", "--invocations", "256", "--dump-buffers", str(dumps)
     )
     assert sorted(path.name for path in dumps.iterdir()) == ["buffer0.bin", "races0.bin"]
-    assert len((dumps / "races0.bin").read_bytes()) == SHADOW_HEADER.size + 3 * 64 * 8
+    assert len((dumps / "races0.bin").read_bytes()) == SHADOW_HEADER.size + 3 * (64 + 2) * 8
     for dump in (dumps, dumps / "races0.bin"):
         decoded = dprintf("decode", "--elf", str(elf), "--races-shadow", str(dump))
         assert (decoded.returncode, decoded.stderr) == (4, ran.stderr)
@@ -218,16 +220,51 @@ def _table(*kinds: tuple[str, str], site_bits: int = 2) -> RaceTable:
     return RaceTable(sites, (ShadowBuffer(0, "%dst", classes),), site_bits)
 
 
-def _shadow(table: RaceTable, size: int, accesses: list[tuple[int, int, int]]) -> bytes:
-    """A shadow as the device leaves it after `accesses` (word, invocation, site), in Python."""
+def _shadow(
+    table: RaceTable,
+    size: int,
+    accesses: list[tuple[int, int, int]],
+    warps: Sequence[tuple[int, int, int]] = (),
+) -> bytes:
+    """A shadow as the device leaves it after `accesses` (word, invocation, site), and after the warps'
+    records `warps` (group, invocation of lane 0, site), in Python."""
     buffer = table.buffers[0]
-    rows = np.zeros((len(buffer.classes), 2, -(-size // 4)), dtype="<u4")
-    for word, invocation, site in accesses:
-        row = buffer.classes.index(table.sites[site].access)
-        packed = invocation << table.site_bits | site
-        greatest, not_least = merge(int(rows[row, 0, word]), int(rows[row, 1, word]), packed)
-        rows[row, 0, word], rows[row, 1, word] = greatest, not_least
-    return buffer.header(size) + rows.tobytes()
+    rows = np.zeros((len(buffer.classes), 2, shadow_words(size)), dtype="<u4")
+    groups = np.zeros((len(buffer.classes), 2, shadow_groups(size)), dtype="<u4")
+    for slots, records in ((rows, accesses), (groups, warps)):
+        for slot, invocation, site in records:
+            row = buffer.classes.index(table.sites[site].access)
+            packed = invocation << table.site_bits | site
+            greatest, not_least = merge(int(slots[row, 0, slot]), int(slots[row, 1, slot]), packed)
+            slots[row, 0, slot], slots[row, 1, slot] = greatest, not_least
+    return buffer.header(size) + rows.tobytes() + groups.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integers(0, 3)), max_size=12),
+    st.lists(st.tuples(st.integers(0, 119), st.integers(0, 80), st.integers(0, 3)), max_size=12),
+)
+def test_a_warps_record_reports_as_its_lanes_records_would(
+    warps: list[tuple[int, int, int]], lanes: list[tuple[int, int, int]]
+) -> None:
+    """A warp's record (group g, lane 0's invocation i) stands for lane j's access of word 32g + j as
+    invocation i + j: the decoder gives the same sides and reports as for the 32 words recorded one by
+    one, alongside accesses of single lanes, whatever the classes and sites."""
+    table = _table(("store", WRITE), ("load", READ), ("atomic", ATOMIC), ("store", WRITE))
+    size = 4 * 120  # 3.75 groups: the last one partial, never recorded by a warp
+    warps = [(group % 3, invocation, site) for group, invocation, site in warps]
+    spread = [
+        (32 * group + lane, invocation + lane, site)
+        for group, invocation, site in warps
+        for lane in range(32)
+    ]
+    together = read_shadow(table, _shadow(table, size, lanes, warps), "by warps")
+    alone = read_shadow(table, _shadow(table, size, lanes + spread), "by lanes")
+    for access in (WRITE, READ, ATOMIC):
+        for mine, theirs in zip(together.row(access), alone.row(access), strict=True):
+            assert np.array_equal(mine, theirs)
+    assert race_reports(table, [together]) == race_reports(table, [alone])
 
 
 def test_the_decoder_on_hand_built_shadows() -> None:
@@ -413,15 +450,20 @@ def test_too_many_invocations_for_the_packed_sites_is_an_error() -> None:
         run_lowered(lowered, invocations=(1 << 23) + 1, data_buffers=[bytes(2048)])
 
 
-def test_the_nvptx_kernel_records_with_two_atomic_max_into_global_memory() -> None:
+def test_the_nvptx_kernel_records_with_atomic_max_into_global_memory_once_a_warp_where_it_can() -> None:
     sample = Source("races.ll", (SAMPLES / "races.ll").read_text())
     lowered = lower_sources([sample], "nvptx", races=True)
     ptx = kernel_ptx(
         lowered.ir, find_entry(lowered.ir, "main", lowered.target), runtime_globals=[RACES_SHADOW_GLOBAL]
     )
     kernel = ptx[ptx.index(".entry dprintf_kernel") :]
-    assert kernel.count("atom.global.max.u32") == 4  # the load's and the store's two
+    # The load and the store: each asks whether the warp accesses one group together (three shuffles,
+    # one vote), then records the warp's or its own greatest key; the notLeast atomics may be shared.
+    assert kernel.count("vote.sync.all.pred") == 2 and kernel.count("shfl.sync.idx.b32") == 6
+    assert kernel.count("atom.global.max.u32") >= 5
     assert "lgc_races_shadow" in kernel and "cvta.to.global" in kernel
+    cpu = lower_sources([sample], races=True).ir
+    assert "races.lanes" in lowered.ir and "races.lanes" not in cpu  # the cpu records every lane's word
 
 
 @gpu
@@ -453,6 +495,34 @@ def test_on_the_gpu_the_sample_reports_exactly_and_its_twin_nothing() -> None:
     assert struct.unpack("<64I", bytes(fixed.data_buffers[0])) == tuple(
         sum(range(word, AT_SCALE, 64)) & 0xFFFFFFFF for word in range(64)
     )
+
+
+@gpu
+@pytest.mark.gpu
+def test_on_the_gpu_warps_recording_together_report_as_the_cpu_does() -> None:
+    """Each invocation stores its own word and loads the word 32 along (the next warp's group): full
+    warps record both once a warp; it also stores to a scattered word (id * 7), which each lane records
+    alone, and the last warp is partial. The GPU's report equals the cpu's, whose lanes record alone."""
+    words = AT_SCALE
+    text = entry(
+        "  %own = getelementptr i32, ptr addrspace(7) %a, i64 %wide\n"
+        "  store i32 %id, ptr addrspace(7) %own, align 4\n"
+        "  %beside.index = xor i64 %wide, 32\n"
+        "  %beside = getelementptr i32, ptr addrspace(7) %a, i64 %beside.index\n"
+        "  %seen = load i32, ptr addrspace(7) %beside, align 4\n"
+        "  %spread = mul i64 %wide, 7\n"
+        f"  %scattered.index = and i64 %spread, {words - 1}\n"
+        "  %scattered = getelementptr i32, ptr addrspace(7) %a, i64 %scattered.index\n"
+        "  store i32 %seen, ptr addrspace(7) %scattered, align 4\n"
+    )
+    reports = {
+        device: found(run(text, [4 * words], invocations=words - 5, device=device, threads=threads))
+        for device, threads in (("nvptx", 1), ("cpu", 2))
+    }
+    assert reports["nvptx"] == reports["cpu"]
+    kinds = {race[0] for race in reports["cpu"]}
+    assert kinds == {"write-racing-write", "read-racing-write"}
+    assert sum(race[4] for race in reports["cpu"] if race[0] == "read-racing-write") > words // 2
 
 
 @settings(max_examples=300, deadline=None)

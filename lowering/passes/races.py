@@ -12,9 +12,13 @@ accesses are not recorded and it has no shadow. Every other access becomes, righ
 aligned than a word), whose inlined body finds the words the access touches, leaves out those outside
 the buffer, and merges the access's key into each word's slot in the row of its class
 (`metadata.races`): a load that finds the key already there, else one 32-bit atomic max, and a second
-only for a word's second distinct key. Each entry loads the shadows' addresses from
-`@lgc.races.shadow` (`[K x ptr]`, which the runtime sets) and each buffer's size from its shadow's
-header once, at its start.
+only for a word's second distinct key. On a target that records `races_per_warp`, a 4-byte access
+calls `@races.lanes` (with the buffer's `warps` rows) instead: where the 32 lanes of a full warp access
+the 32 words of one group in lane order, and their invocations are consecutive too (two shuffles of
+lane 0's word and one of its key, one `vote.all`), lane 0 merges its key into the group's slot for
+all of them; anywhere else each lane records its word as `@races.word` does. Each entry loads the
+shadows' addresses from `@lgc.races.shadow` (`[K x ptr]`, which the runtime sets) and each buffer's
+size from its shadow's header once, at its start.
 
 The pass runs after validation's, so that a checked access's record is inside the block that runs only
 when the check passes: an access out of bounds is skipped and not recorded.
@@ -25,7 +29,18 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from metadata.races import ATOMIC, CLASSES, READ, SHADOW_HEADER, WRITE, RaceSite, RaceTable, ShadowBuffer
+from metadata.races import (
+    ATOMIC,
+    CLASSES,
+    READ,
+    SHADOW_HEADER,
+    WARP_WORDS,
+    WORD_BYTES,
+    WRITE,
+    RaceSite,
+    RaceTable,
+    ShadowBuffer,
+)
 from metadata.validation import Site, Unchecked
 
 from ..ir.lexer import global_name
@@ -36,6 +51,13 @@ from .buffer_accesses import Access, Entry, accesses, derivations, entries, sour
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 
 _WORD_SHIFT = 2  # 4-byte words
+_GROUP_SHIFT = 5  # WARP_WORDS words a group
+_WARP_INTRINSICS = [
+    "i32 @llvm.nvvm.activemask()",
+    "i32 @llvm.nvvm.read.ptx.sreg.laneid()",
+    "i32 @llvm.nvvm.shfl.sync.idx.i32(i32, i32, i32, i32)",
+    "i1 @llvm.nvvm.vote.all.sync(i32, i1)",
+]
 _ONE_WORD_BYTES = frozenset({1, 2, 4})  # sizes that stay inside one word when aligned to themselves
 
 
@@ -140,6 +162,7 @@ class _Recording:
         space = target.global_address_space
         self.shadow_type = f"ptr addrspace({space})" if space is not None else "ptr"
         self.count = count
+        self.per_warp = target.races_per_warp
 
     def add(self, recorded: list[_Found]) -> None:
         by_function: dict[str, list[tuple[int, _Found]]] = {}
@@ -151,13 +174,18 @@ class _Recording:
             self.module.add_global(
                 f"{global_name(RACES_SHADOW_GLOBAL)} = external global [{self.count} x ptr]"
             )
-        for declaration in (
+        declarations = [
             "i64 @llvm.smax.i64(i64, i64)",
             "i64 @llvm.smin.i64(i64, i64)",
             "i32 @llvm.umin.i32(i32, i32)",
-        ):
+        ]
+        helpers = _helpers(self.names, self.shadow_type)
+        if self.per_warp:
+            declarations += _WARP_INTRINSICS
+            helpers.append(_lanes_helper(self.names, self.shadow_type, self.table.site_bits))
+        for declaration in declarations:
             self.module.add_declaration(f"declare {declaration}")
-        for helper in _helpers(self.names, self.shadow_type):
+        for helper in helpers:
             self.module.add_function(helper)
 
     def _record_in(self, function: Function, entry: Entry, items: list[tuple[int, _Found]]) -> None:
@@ -205,7 +233,21 @@ class _Recording:
                 f"%{names}words{k} = lshr i64 %{names}bytes{k}.up, {_WORD_SHIFT}",
                 f"%{names}rows{k} = getelementptr i8, {shadow_type} {shadow}, i64 {SHADOW_HEADER.size}",
             ]
+            if self.per_warp:
+                lines += self._warps(k)
         return [Instruction(line) for line in lines]
+
+    def _warps(self, k: int) -> list[str]:
+        """Buffer `k`'s groups and its `warps` rows, after the rows of its words."""
+        names, buffer = self.names, self.table.buffer(k)
+        assert buffer is not None
+        rows, slots = f"{self.shadow_type} %{names}rows{k}", f"%{names}slots{k}"
+        return [
+            f"%{names}groups{k}.up = add i64 %{names}words{k}, {WARP_WORDS - 1}",
+            f"%{names}groups{k} = lshr i64 %{names}groups{k}.up, {_GROUP_SHIFT}",
+            f"{slots} = mul i64 %{names}words{k}, {2 * len(buffer.classes)}",
+            f"%{names}warps{k} = getelementptr i32, {rows}, i64 {slots}",
+        ]
 
     def _record(self, number: int, item: _Found, debug: str) -> list[Instruction]:
         """The call that records one access of site `number`."""
@@ -220,6 +262,9 @@ class _Recording:
         )
         who = f"i32 %{names}who, i32 {number}, i64 {row}"
         alignment = item.instruction.alignment or 1
+        if self.per_warp and access.bytes == WORD_BYTES and alignment >= WORD_BYTES:
+            warps = f"{self.shadow_type} %{names}warps{k}, i64 %{names}groups{k}"
+            return [Instruction(f"call void @{names}lanes({where}, {warps}, {who}){debug}")]
         if isinstance(access.bytes, int) and access.bytes in _ONE_WORD_BYTES and alignment >= access.bytes:
             return [Instruction(f"call void @{names}word({where}, {who}){debug}")]
         lines = []
@@ -308,3 +353,58 @@ done:
   ret void
 }}""",
     ]
+
+
+def _lanes_helper(names: str, shadow: str, site_bits: int) -> str:
+    """`lanes`: a 4-byte access, recorded once for a full warp that accesses one group of words in lane
+    order with consecutive invocations (the group's slot in `warps`), else as `word` records it."""
+    buffer = RUNTIME_BUFFER_TYPE
+    shuffled = "\n".join(
+        f"  %{name}.0 = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 %{name}, i32 0, i32 31)\n"
+        f"  %{name}.same = icmp eq i32 %{name}, %{name}.0"
+        for name in ("first.low", "first.high", "first.who")
+    )
+    return f"""define internal void @{names}lanes({shadow} %rows, i64 %words, {buffer} %base, \
+{buffer} %pointer, {shadow} %warps, i64 %groups, i32 %who, i32 %site, i64 %row) alwaysinline {{
+entry:
+  %address = ptrtoint {buffer} %pointer to i64
+  %start = ptrtoint {buffer} %base to i64
+  %offset = sub i64 %address, %start
+  %word = lshr i64 %offset, {_WORD_SHIFT}
+  %inside = icmp ult i64 %word, %words
+  %active = call i32 @llvm.nvvm.activemask()
+  %full = icmp eq i32 %active, -1
+  br i1 %full, label %warp, label %lane
+warp:
+  %lane.id = call i32 @llvm.nvvm.read.ptx.sreg.laneid()
+  %lane.wide = zext i32 %lane.id to i64
+  %first = sub i64 %word, %lane.wide
+  %first.low = trunc i64 %first to i32
+  %first.high.wide = lshr i64 %first, 32
+  %first.high = trunc i64 %first.high.wide to i32
+  %lane.key = shl i32 %lane.id, {site_bits}
+  %first.who = sub i32 %who, %lane.key
+{shuffled}
+  %lane.bits = and i32 %first.low.0, {WARP_WORDS - 1}
+  %aligned = icmp eq i32 %lane.bits, 0
+  %same.word = and i1 %first.low.same, %first.high.same
+  %same = and i1 %same.word, %first.who.same
+  %in.group = and i1 %same, %aligned
+  %ours = and i1 %in.group, %inside
+  %together = call i1 @llvm.nvvm.vote.all.sync(i32 -1, i1 %ours)
+  br i1 %together, label %warp.lead, label %lane
+warp.lead:
+  %leads = icmp eq i32 %lane.id, 0
+  br i1 %leads, label %warp.record, label %done
+warp.record:
+  %group = lshr i64 %first, {_GROUP_SHIFT}
+  call void @{names}mark({shadow} %warps, i64 %groups, i64 %group, i32 %who, i32 %site, i64 %row)
+  br label %done
+lane:
+  br i1 %inside, label %record, label %done
+record:
+  call void @{names}mark({shadow} %rows, i64 %words, i64 %word, i32 %who, i32 %site, i64 %row)
+  br label %done
+done:
+  ret void
+}}"""

@@ -26,15 +26,18 @@ from ..races import (
     ATOMIC,
     READ,
     SHADOW_HEADER,
+    WARP_WORDS,
     WORD_BYTES,
     WRITE,
     RaceSite,
     RaceTable,
     ShadowBuffer,
     ShadowError,
+    shadow_groups,
     shadow_words,
 )
 
+_Sides = tuple[np.ndarray, np.ndarray, np.ndarray]  # present, least, greatest packed values per word
 WRITE_WRITE, READ_WRITE, ATOMIC_PLAIN = "write-racing-write", "read-racing-write", "atomic-racing-plain"
 KINDS = (WRITE_WRITE, READ_WRITE, ATOMIC_PLAIN)
 
@@ -42,22 +45,41 @@ KINDS = (WRITE_WRITE, READ_WRITE, ATOMIC_PLAIN)
 @dataclass(frozen=True)
 class Shadow:
     """One data buffer's shadow as the device left it: `rows[row, 0]` the greatest keys of a class's
-    words, `rows[row, 1]` their notLeast."""
+    words, `rows[row, 1]` their notLeast; `warps` alike for its groups of WARP_WORDS words, whose keys
+    stand for those of their words plus the lane's (`metadata.races`)."""
 
     buffer: ShadowBuffer
     buffer_bytes: int
+    site_bits: int
     rows: np.ndarray  # uint32, shape (classes, 2, words)
+    warps: np.ndarray  # uint32, shape (classes, 2, groups)
 
-    def row(self, access: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The class's (present, least, greatest) packed values per word; None when the buffer does not
-        record it. A word with one key has no notLeast: its least is its greatest. A word without access
-        has the least 2^32 - 1 and the greatest 0, which `_union` takes for none."""
+    def row(self, access: str) -> _Sides | None:
+        """The class's (present, least, greatest) packed values per word, its own slot's and its group's
+        together; None when the buffer does not record it. A word without access has the least
+        2^32 - 1 and the greatest 0, which `_union` takes for none."""
         if access not in self.buffer.classes:
             return None
-        greatest, not_least = self.rows[self.buffer.classes.index(access)]
-        present = greatest != 0
-        least = np.where(not_least != 0, ~not_least, greatest) - np.uint32(1)
-        return present, least, np.where(present, greatest - np.uint32(1), np.uint32(0))
+        index = self.buffer.classes.index(access)
+        words = _sides(*self.rows[index])
+        greatest, not_least = self.warps[index]
+        if not greatest.any():
+            return words
+        count = self.rows.shape[2]
+        lanes = (np.arange(count, dtype=np.uint32) % np.uint32(WARP_WORDS)) << np.uint32(self.site_bits)
+        present, least, most = _sides(
+            np.repeat(greatest, WARP_WORDS)[:count], np.repeat(not_least, WARP_WORDS)[:count]
+        )
+        warps = present, np.where(present, least + lanes, least), np.where(present, most + lanes, most)
+        return _union(words, warps)
+
+
+def _sides(greatest: np.ndarray, not_least: np.ndarray) -> _Sides:
+    """(present, least, greatest) packed values of slots: a slot with one key has no notLeast, its least
+    is its greatest; an empty one has the least 2^32 - 1 and the greatest 0."""
+    present = greatest != 0
+    least = np.where(not_least != 0, ~not_least, greatest) - np.uint32(1)
+    return present, least, np.where(present, greatest - np.uint32(1), np.uint32(0))
 
 
 Dump = bytes | bytearray | memoryview
@@ -86,9 +108,11 @@ def read_shadow(table: RaceTable, image: Dump, name: str) -> Shadow:
             f"{name}: {len(data)} bytes, not the {expected} of the shadow of a {buffer_bytes}-byte buffer "
             f"recording {len(buffer.classes)} class(es)"
         )
-    words = shadow_words(buffer_bytes)
-    rows = np.frombuffer(data, dtype="<u4", offset=SHADOW_HEADER.size).reshape(len(buffer.classes), 2, words)
-    return Shadow(buffer, buffer_bytes, rows)
+    words, groups, classes = shadow_words(buffer_bytes), shadow_groups(buffer_bytes), len(buffer.classes)
+    slots = np.frombuffer(data, dtype="<u4", offset=SHADOW_HEADER.size)
+    rows = slots[: classes * 2 * words].reshape(classes, 2, words)
+    warps = slots[classes * 2 * words :].reshape(classes, 2, groups)
+    return Shadow(buffer, buffer_bytes, table.site_bits, rows, warps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +194,6 @@ def race_reports(table: RaceTable, shadows: Iterable[Shadow]) -> list[RaceReport
             report.second.site.site.index,
         ),
     )
-
-
-_Sides = tuple[np.ndarray, np.ndarray, np.ndarray]  # present, least, greatest packed values per word
 
 
 def _races(table: RaceTable, shadow: Shadow) -> list[RaceReport]:
