@@ -200,7 +200,7 @@ def test_race_shadows_go_to_device_memory_and_come_back(fake_directory, tmp_path
     shadow = (dumped / "races0.bin").read_bytes()
     assert shadow == (256).to_bytes(8, "little") + (0).to_bytes(4, "little") + (7).to_bytes(
         4, "little"
-    ) + bytes(3 * 64 * 8)
+    ) + bytes(3 * (64 + 2) * 8)  # the rows of 64 words, then of 2 groups of 32, of 3 classes
 
 
 def test_a_device_lost_while_running_ends_the_worker_with_the_drivers_error(fake_directory):
