@@ -8,21 +8,22 @@ u64, in columns so that the search over `begin` reads one dense array:
     struct LiveRanges {
       u64 count;            // ranges, sorted by begin, none overlapping
       u64 buffers;          // K: the data buffers, the entries of shadow[]
+      u64 base;             // the index: begin[0] (0 for an empty table)
+      u64 shift;            //   bucket b holds the addresses base + (b << shift) .. + (1 << shift) - 1
+      u64 buckets;          //   B, a power of two, at least BUCKETS_PER_RANGE * count
       u64 begin[count];     // first byte
       u64 end[count];       // one past the last byte
       u64 id[count];        // data buffer k: k; the runtime's own buffers: RUNTIME_RANGE + n (below)
       u64 shadow[K];        // with --validate=init: the address of data buffer k's shadow; else 0
-      u64 base;             // the index: begin[0] (0 for an empty table)
-      u64 shift;            //   bucket b holds the addresses base + (b << shift) .. + (1 << shift) - 1
-      u64 buckets;          //   B, a power of two, at least count
-      u64 first[B + 1];     //   first[b]: how many ranges begin at or below bucket b's first address;
+      u64 first[B + 1];     // the index: how many ranges begin at or below bucket b's first address;
     };                      //   first[B] = count (the last bucket takes every address above it too)
 
 The search for an address (the last range whose begin is at most it) reads `first[b]` and
-`first[b + 1]` of its bucket and searches only the ranges between: with B at least the number of ranges
-and the buckets spanning them, one or two, so a miss of the one-entry cache costs a few loads rather
-than a binary search of the whole table, and a table whose ranges crowd into one bucket still costs no
-more than the binary search.
+`first[b + 1]` of its bucket and searches only the ranges between: with several buckets a range and
+the buckets spanning them, usually none or one, so a miss of the one-entry cache costs a few loads
+rather than a binary search of the whole table, and a table whose ranges crowd into one bucket still
+costs no more than the binary search. The index's fields sit in the header, which the check reads in
+one round of loads that do not wait on one another.
 
 The runtime's own buffers (printf, abort, the instrumentation counters, validation's table and shadows)
 are in the table so that a report can name them: the shader's own accesses may not touch them. A driver
@@ -44,8 +45,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 WORD_BYTES = 8
-HEADER_WORDS = 2  # count, buffers
-INDEX_HEADER_WORDS = 3  # base, shift, buckets: the index after shadow[K]
+COUNT_WORD, BUFFERS_WORD, BASE_WORD, SHIFT_WORD, BUCKETS_WORD = range(5)  # the header's fields
+HEADER_WORDS = 5
+# Buckets a range: on an H100 (`bench_validation.py`, 13a: 10,000 ranges over 1.19 GB of addresses, the
+# allocations having gaps between them) the checked kernel took 1.39x the unchecked with 1 (windows of
+# 19 ranges), 1.29x with 2, 1.26x with 4 (5), 1.23x with 8 (2.4) and 1.28x with 16 (1.2: the index
+# outgrows the caches).
+BUCKETS_PER_RANGE = 8
 # Word index of column c's entry p: HEADER_WORDS + c * count + p; shadow[k] after the three columns.
 BEGIN_COLUMN, END_COLUMN, ID_COLUMN, SHADOW_COLUMN = range(4)
 RUNTIME_RANGE = 1 << 32  # ids from here on name the runtime's own buffers, RUNTIME_RANGES in order
@@ -81,36 +87,39 @@ def table_bytes(ranges: Iterable[LiveRange], shadows: Sequence[int] = ()) -> byt
         [found.end for found in ordered],
         [found.id for found in ordered],
     ]
+    base, shift, buckets, first = _index(columns[0], max((found.end for found in ordered), default=0))
     words = [
         len(ordered),
         len(shadows),
+        base,
+        shift,
+        buckets,
         *(word for column in columns for word in column),
         *shadows,
-        *_index(columns[0], max((found.end for found in ordered), default=0)),
+        *first,
     ]
     return struct.pack(f"<{len(words)}Q", *words)
 
 
 def index_buckets(ranges: int) -> int:
-    """B: the least power of two at least `ranges` (and at least 1)."""
-    return 1 << max(ranges - 1, 0).bit_length()
+    """B: the least power of two at least BUCKETS_PER_RANGE * `ranges` (and at least 1)."""
+    return 1 << max(BUCKETS_PER_RANGE * ranges - 1, 0).bit_length()
 
 
-def _index(begins: list[int], top: int) -> list[int]:
-    """The index's words (base, shift, B, first[0..B]) over the sorted `begins`, the buckets spanning
-    begin[0] .. `top` (the greatest end)."""
+def _index(begins: list[int], top: int) -> tuple[int, int, int, list[int]]:
+    """The index over the sorted `begins`, its buckets spanning begin[0] .. `top` (the greatest end):
+    base, shift, B and first[0..B]."""
     buckets = index_buckets(len(begins))
     base = begins[0] if begins else 0
     # buckets << shift > top - base; past 2^63 the last bucket takes the rest
     shift = min(63, ((top - base) // buckets).bit_length())
     first = [bisect.bisect_right(begins, base + (bucket << shift)) for bucket in range(buckets)]
-    return [base, shift, buckets, *first, len(begins)]
+    return base, shift, buckets, [*first, len(begins)]
 
 
 def table_size(ranges: int, buffers: int) -> int:
     """Bytes of a table of `ranges` ranges and `buffers` data buffers."""
-    index = INDEX_HEADER_WORDS + index_buckets(ranges) + 1
-    return WORD_BYTES * (HEADER_WORDS + 3 * ranges + buffers + index)
+    return WORD_BYTES * (HEADER_WORDS + 3 * ranges + buffers + index_buckets(ranges) + 1)
 
 
 def range_name(found: int, buffer_names: Sequence[str] = ()) -> str:

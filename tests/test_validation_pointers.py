@@ -196,10 +196,13 @@ def test_nothing_is_left_unchecked_in_code_that_only_touches_the_runtimes_buffer
 def test_the_table_of_live_ranges_is_sorted_into_columns():
     ranges = [LiveRange(300, 310, 2), LiveRange(100, 164, 0), LiveRange(200, 204, PRINTF_RANGE)]
     table = memoryview(table_bytes(ranges, [7000, 8000])).cast("Q").tolist()
-    columns = [3, 2, 100, 200, 300, 164, 204, 310, 0, PRINTF_RANGE, 2, 7000, 8000]
-    # The index: base 100; 4 buckets of 2^6 bytes span 100 .. 310; ranges beginning at or below 100,
-    # 164, 228 and 292, then all 3.
-    assert table == [*columns, 100, 6, 4, 1, 1, 2, 2, 3]
+    # The header: 3 ranges, 2 data buffers, and the index's base 100, shift 3 and B 32 (eight buckets a
+    # range, 24, rounded up to a power of two): 32 buckets of 2^3 bytes span 100 .. 310.
+    header = [3, 2, 100, 3, 32]
+    columns = [100, 200, 300, 164, 204, 310, 0, PRINTF_RANGE, 2, 7000, 8000]
+    # Ranges beginning at or below 100, 108, ..., 348 (bucket b's first address, 100 + 8 b), then all 3.
+    first = [1] * 13 + [2] * 12 + [3] * 7 + [3]
+    assert table == [*header, *columns, *first]
     with pytest.raises(ValueError, match="overlap"):
         table_bytes([LiveRange(0, 10, 0), LiveRange(5, 20, 1)])
 

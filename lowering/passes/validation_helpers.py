@@ -24,15 +24,19 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from metadata.live_ranges import (
+    BASE_WORD,
     BEGIN_COLUMN,
+    BUCKETS_WORD,
+    BUFFERS_WORD,
+    COUNT_WORD,
     END_COLUMN,
     HEADER_WORDS,
     ID_COLUMN,
-    INDEX_HEADER_WORDS,
     NO_RANGE,
     RUNTIME_RANGE,
     SHADOW_COLUMN,
     SHADOW_WORD_BITS,
+    SHIFT_WORD,
 )
 
 from ..ir.building import I32, I64, constant, declared, internal_function
@@ -59,15 +63,16 @@ SEARCH_WAYS = 8  # the search splits a wide window in this many parts a step
 
 def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Function:
     """`search(table, address)`: the position of the last range whose begin is at most `address`, -1
-    when there is none. The index gives the window of the address's bucket (`_window`: usually one or
-    two ranges); a window wider than SEARCH_WAYS is narrowed by steps that compare the address with the
-    7 begins splitting it in 8 parts (loads that do not wait on one another: three steps of a binary
-    search at a time); then the few begins left are compared in turn, up to the first above the
-    address."""
+    when there is none. The index gives the window of the address's bucket (`_window`: none or a few
+    ranges); a window wider than SEARCH_WAYS is narrowed by steps that compare the address with the 7
+    begins splitting it in 8 parts (three steps of a binary search at a time); then the up to
+    SEARCH_WAYS begins left are compared at once. Every step's loads are independent of one another and
+    of the same few cache lines, so a search waits on one round of loads a step, not one a begin, and
+    the lanes of a warp take the same path through it."""
     function = internal_function(module, name, I64, [(table_type, "table"), (I64, "address")], _ATTRIBUTES)
     table, address = function.args
-    start, loop, body, scan, probe, out = (
-        function.append_basic_block(label) for label in ("start", "loop", "body", "scan", "probe", "out")
+    start, loop, body, last = (
+        function.append_basic_block(label) for label in ("start", "loop", "body", "last")
     )
     builder = ir.IRBuilder(start)
     first_low, first_size = _window(builder, table, address)
@@ -75,53 +80,56 @@ def define_search(module: ir.Module, name: str, table_type: ir.Type) -> ir.Funct
     builder.position_at_end(loop)
     low = builder.phi(I64, name="low")  # the window: positions low .. low+size-1; the answer is at or
     size = builder.phi(I64, name="size")  # after low-1, and before low+size
-    builder.cbranch(builder.icmp_unsigned(">", size, constant(SEARCH_WAYS), name="wide"), body, scan)
+    builder.cbranch(builder.icmp_unsigned(">", size, constant(SEARCH_WAYS), name="wide"), body, last)
     builder.position_at_end(body)
     step = builder.udiv(size, constant(SEARCH_WAYS), name="step")
     below = constant(0)  # how many of the splitting begins are at or below the address
     for part in range(1, SEARCH_WAYS):
         position = builder.add(low, builder.mul(step, constant(part)))
-        begin = _word(builder, table, builder.add(position, constant(HEADER_WORDS + BEGIN_COLUMN)), "begin")
-        below = builder.add(below, builder.zext(builder.icmp_unsigned("<=", begin, address), I64))
+        below = builder.add(below, _at_or_below(builder, table, position, address))
     next_low = builder.add(low, builder.mul(below, step), name="low.next")
     last_part = builder.sub(size, builder.mul(step, constant(SEARCH_WAYS - 1)))
-    last = builder.icmp_unsigned("==", below, constant(SEARCH_WAYS - 1))
-    next_size = builder.select(last, last_part, step, name="size.next")
+    final = builder.icmp_unsigned("==", below, constant(SEARCH_WAYS - 1))
+    next_size = builder.select(final, last_part, step, name="size.next")
     builder.branch(loop)
     low.add_incoming(first_low, start)
     low.add_incoming(next_low, body)
     size.add_incoming(first_size, start)
     size.add_incoming(next_size, body)
-    builder.position_at_end(scan)
-    taken = builder.phi(I64, name="taken")  # begins of the window at or below the address so far
-    more = builder.icmp_unsigned("<", taken, size, name="more")
-    builder.cbranch(more, probe, out)
-    builder.position_at_end(probe)
-    word = builder.add(builder.add(low, taken), constant(HEADER_WORDS + BEGIN_COLUMN))
-    next_taken = builder.add(taken, constant(1), name="taken.next")
-    at_or_below = builder.icmp_unsigned("<=", _word(builder, table, word, "begin"), address)
-    builder.cbranch(at_or_below, scan, out)
-    taken.add_incoming(constant(0), loop)
-    taken.add_incoming(next_taken, probe)
-    builder.position_at_end(out)
+    builder.position_at_end(last)
+    taken = constant(0)  # begins of the window at or below the address
+    for part in range(SEARCH_WAYS):
+        # A part past the window reads begin[low] again (a word of the table even when low = count),
+        # and counts for nothing.
+        inside = builder.icmp_unsigned("<", constant(part), size)
+        position = builder.select(inside, builder.add(low, constant(part)), low)
+        taken = builder.add(
+            taken, builder.and_(_at_or_below(builder, table, position, address), builder.zext(inside, I64))
+        )
     builder.ret(builder.sub(builder.add(low, taken), constant(1), name="position"))
     return function
+
+
+def _at_or_below(builder: ir.IRBuilder, table: ir.Value, position: ir.Value, address: ir.Value) -> ir.Value:
+    """1 (an i64) when begin[position] is at or below `address`, else 0."""
+    begin = _word(builder, table, builder.add(position, constant(HEADER_WORDS + BEGIN_COLUMN)), "begin")
+    return builder.zext(builder.icmp_unsigned("<=", begin, address), I64)
 
 
 def _window(builder: ir.IRBuilder, table: ir.Value, address: ir.Value) -> tuple[ir.Value, ir.Value]:
     """The first position and the size of the window of the address's bucket in the index
     (`metadata.live_ranges`): empty below the least begin."""
-    count = _word(builder, table, constant(0), "count")
-    buffers = _word(builder, table, constant(1), "buffers")
-    index = _column(count, SHADOW_COLUMN, buffers, builder)  # the index's first word, after shadow[K]
-    base = _word(builder, table, index, "index.base")
-    shift = _word(builder, table, builder.add(index, constant(1)), "index.shift")
-    buckets = _word(builder, table, builder.add(index, constant(2)), "index.buckets")
+    count = _word(builder, table, constant(COUNT_WORD), "count")
+    buffers = _word(builder, table, constant(BUFFERS_WORD), "buffers")
+    base = _word(builder, table, constant(BASE_WORD), "index.base")
+    shift = _word(builder, table, constant(SHIFT_WORD), "index.shift")
+    buckets = _word(builder, table, constant(BUCKETS_WORD), "index.buckets")
+    index = _column(count, SHADOW_COLUMN, buffers, builder)  # first[0], after shadow[K]
     bucket = builder.lshr(builder.sub(address, base), shift, name="bucket.any")
     bucket = builder.select(
         builder.icmp_unsigned("<", bucket, buckets), bucket, builder.sub(buckets, constant(1)), name="bucket"
     )
-    at = builder.add(builder.add(index, constant(INDEX_HEADER_WORDS)), bucket, name="first.at")
+    at = builder.add(index, bucket, name="first.at")
     first = _word(builder, table, at, "first")
     after = _word(builder, table, builder.add(at, constant(1)), "after")
     above = builder.icmp_unsigned(">=", address, base, name="above")
@@ -154,7 +162,7 @@ def define_find(
     builder.cbranch(builder.and_(inside, forward, name="cached"), hit, miss)
     builder.position_at_end(miss)
     position = builder.call(search, [table, address], name="position")
-    count = _word(builder, table, constant(0), "count")
+    count = _word(builder, table, constant(COUNT_WORD), "count")
     builder.cbranch(builder.icmp_signed(">=", position, constant(0)), probe, fail)
     builder.position_at_end(probe)
     range_end = _word(builder, table, _column(count, END_COLUMN, position, builder), "range.end")
@@ -180,7 +188,7 @@ def define_find(
 def _shadow_of(builder: ir.IRBuilder, table: ir.Value, count: ir.Value, found: ir.Value) -> ir.Value:
     """Data buffer `found`'s shadow address from the table, 0 for a range past the data buffers (a
     driver's): the word read is then the count, which every table has."""
-    buffers = _word(builder, table, constant(1), "buffers")
+    buffers = _word(builder, table, constant(BUFFERS_WORD), "buffers")
     has = builder.icmp_unsigned("<", found, buffers, name="has.shadow")
     index = builder.select(has, _column(count, SHADOW_COLUMN, found, builder), constant(0))
     return builder.select(has, _word(builder, table, index, "shadow"), constant(0), name="shadow.or.0")
@@ -202,7 +210,7 @@ def define_range_failure(
     function = internal_function(module, name, ir.VoidType(), parameters, _ATTRIBUTES)
     printf, header, invocation, table, address, below = function.args
     builder = ir.IRBuilder(function.append_basic_block("start"))
-    count = _word(builder, table, constant(0), "count")
+    count = _word(builder, table, constant(COUNT_WORD), "count")
     above = builder.add(below, constant(1), name="above")
     neighbours = []
     for position, exists, column in (
