@@ -409,7 +409,7 @@ def test_nvptx_an_invocation_that_aborts_keeps_its_counts() -> None:
 
 @pytest.mark.parametrize("placement", list(CounterPlacement), ids=lambda placement: placement.value)
 def test_a_buffer_of_several_slices_sums_them(placement: CounterPlacement) -> None:
-    """`.slices` copies of the counters (nvptx: one per multiprocessor); a counter is their sum, and a
+    """`.slices` copies of the counters (nvptx: four a multiprocessor); a counter is their sum, and a
     block's count its counter's, or (counters on edges) what its `.count` makes of them."""
     target = dataclasses.replace(get_target("nvptx"), counter_placement=placement)
     lowered = lower_sources(
@@ -422,7 +422,7 @@ def test_a_buffer_of_several_slices_sums_them(placement: CounterPlacement) -> No
         if placement is CounterPlacement.BLOCKS
         else counters < len(table.blocks)
     )
-    assert table.slices == 128 and table.buffer_size() == 16 + 8 * counters * 128
+    assert table.slices == 512 and table.buffer_size() == 16 + 8 * counters * 512
     assert InstrumentationTable.from_document(table.to_document()) == table
     copies = [(slice_ * 1000 + counter) for slice_ in range(table.slices) for counter in range(counters)]
     data = table.initial_buffer()[:16] + b"".join(count.to_bytes(8, "little") for count in copies)
@@ -652,17 +652,21 @@ def test_random_control_flow_counts_every_block_exactly_with_counters_on_edges(s
 def test_a_warps_flush_adds_each_count_summed_over_its_active_lanes(seed: int) -> None:
     """The nvptx flush helper, run by `warp_interpreter` on a warp of random active lanes and counts
     (small ones summed by one `redux.sync`, counts of 2^27 and more in pieces, counts every lane shares
-    as LLVM's constants): each counter of the multiprocessor's copy gains its lanes' sum, modulo 2^64."""
+    as LLVM's constants): each counter of the copy its multiprocessor and warp slot pick gains its lanes'
+    sum, modulo 2^64."""
     rng = random.Random(seed)
     target = get_target("nvptx")
     flush = CounterFlush(target, module_layout("nvptx")[1])
     counters, blocks = rng.randint(1, 6), 10
     first = rng.randrange(blocks - counters + 1)
     function = flush.helpers.get_global(flush.define("flush", first, counters, blocks))
-    sm = rng.randrange(target.counter_slices)
+    # The copy: the multiprocessor's number (132 on an H100, beyond the copies' 128 too) and the warp's
+    # slot there (of 64), four copies a multiprocessor.
+    sm, slot = rng.randrange(132), rng.randrange(64)
     pointer, buffer = 0x100, 0x10_0000
     warp = Warp(
-        globals={flush.buffer_global.name: pointer}, registers={"smid": [sm + 128 * rng.randrange(2)] * LANES}
+        globals={flush.buffer_global.name: pointer},
+        registers={"smid": [sm] * LANES, "warpid": [slot] * LANES},
     )
     warp.memory.write(pointer, buffer.to_bytes(8, "little"))
     mask = rng.randrange(1, 1 << LANES)
@@ -677,7 +681,7 @@ def test_a_warps_flush_adds_each_count_summed_over_its_active_lanes(seed: int) -
     }
     counts = [[values[kind](k) for k, kind in enumerate(kinds)] for _ in range(LANES)]
     warp.run(function, mask, counts)
-    copy = buffer + 16 + 8 * blocks * sm
+    copy = buffer + 16 + 8 * blocks * ((4 * sm + slot % 4) % target.counter_slices)
     for k in range(counters):
         added = int.from_bytes(warp.memory.read(copy + 8 * (first + k), 8), "little")
         assert added == sum(counts[lane][k] for lane in range(LANES) if mask >> lane & 1) % (1 << 64), kinds[

@@ -4,7 +4,7 @@ helpers that the instrumentation pass calls where a function leaves.
 A helper adds each non-zero count with one atomic add. On targets whose lanes run in warps (nvptx), the
 active lanes first sum their counts with `redux.sync` and the lowest lane adds the sums. On targets of
 several copies of the counters (`Target.counter_slices`), a thread adds to the copy its multiprocessor
-or its stack's address picks.
+and warp slot, or its stack's address, picks.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ..targets.runtime_globals import CONSTANT_ADDRESS_SPACE, INSTRUMENTATION_BU
 from ..targets.target import CounterCopy, Target
 
 _REDUX_PIECE_BITS = 27  # 32 lanes' sums of 27-bit pieces fit in the 32 bits `redux.sync.add` gives
+_WARP_SLOT_COPIES = 4  # copies a multiprocessor, the warp's slot (`%warpid`) picking one
 _STACK_GRAIN_BITS = 20  # threads' stacks lie megabytes apart: their addresses' megabytes pick copies
 _FIBONACCI_HASH = 0x9E3779B97F4A7C15 - (1 << 64)  # 2^64 / golden ratio, as an i64 constant
 
@@ -77,14 +78,20 @@ class CounterFlush:
 
     def _slice_offset(self, builder: ir.IRBuilder, blocks: int) -> ir.Value:
         """Where this thread's copy of the counters starts (`Target.counter_copy`): the copy its
-        multiprocessor's number, or a hash of its stack's address, picks, times a copy's bytes. Any copy
-        counts exactly (the adds are atomic); different ones keep threads off each other's lines."""
+        multiprocessor's number and its warp's slot there (one of _WARP_SLOT_COPIES), or a hash of its
+        stack's address, picks, times a copy's bytes. Any copy counts exactly (the adds are atomic);
+        different ones keep threads off each other's lines."""
         copies = self.target.counter_slices
         if self.target.counter_copy is CounterCopy.MULTIPROCESSOR:
-            smid = builder.call(
-                declared(builder.module, "llvm.nvvm.read.ptx.sreg.smid", I32, []), [], name="sm"
+            smid, warp = (
+                builder.call(
+                    declared(builder.module, f"llvm.nvvm.read.ptx.sreg.{name}", I32, []), [], name=name
+                )
+                for name in ("smid", "warpid")
             )
-            copy = builder.zext(builder.and_(smid, constant(copies - 1, I32)), I64, name="copy")
+            slot = builder.and_(warp, constant(_WARP_SLOT_COPIES - 1, I32), name="slot")
+            picked = builder.or_(builder.mul(smid, constant(_WARP_SLOT_COPIES, I32)), slot, name="picked")
+            copy = builder.zext(builder.and_(picked, constant(copies - 1, I32)), I64, name="copy")
         else:
             frame = declared(builder.module, "llvm.frameaddress.p0", ir.PointerType(), [I32])
             stack = builder.ptrtoint(builder.call(frame, [constant(0, I32)], name="frame"), I64, name="stack")

@@ -15,10 +15,12 @@ entry, so that threads do not meet on a counter's cache line at each block. On t
 run in warps (nvptx), the active lanes sum their counts with `redux.sync` and one lane adds the sum: a
 warp's lanes add what they counted with one atomic. And the buffer holds several copies of the counters
 (`Target.counter_slices`, the table's `.slices`; the decoder sums them): a multiprocessor adds to the
-copy its number picks, a cpu thread to the one its stack's address picks, so that warps across a GPU
-do not queue on one address nor threads pass a cache line between cores at each call. (Measured: one
-copy made a loop kernel 32.7x slower at 2^24 invocations on an H100, 128 copies 4.5x; adding a thread
-block's sums in shared memory first, with a barrier before and after the entry, made it 5.1x.)
+copy its number and the warp's slot in it pick, a cpu thread to the one its stack's address picks, so
+that warps across a GPU do not queue on one address nor threads pass a cache line between cores at each
+call. (Measured: one copy made a loop kernel 32.7x slower at 2^24 invocations on an H100, 128 copies
+4.5x; adding a thread block's sums in shared memory first, with a barrier before and after the entry,
+made it 5.1x. With counters on edges, 128 copies, one a multiprocessor, made the folded kernel 2.35x,
+512, four a multiprocessor, 1.75x.)
 
 The buffer is the pointer in `@lgc.instrumentation.buffer`, which the runtime sets (SPEC 10): a
 16-byte header, then one `u64` a counter. On a target whose globals hold buffer resources

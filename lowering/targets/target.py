@@ -61,7 +61,7 @@ WARP_LANES = 32
 class CounterCopy(enum.Enum):
     """Which copy of the block counters code adds to, on a target of several (SPEC 10)."""
 
-    MULTIPROCESSOR = "the multiprocessor's number"  # nvptx: %smid
+    MULTIPROCESSOR = "the multiprocessor's number and the warp's slot in it"  # nvptx: %smid, %warpid
     STACK = "a hash of the thread's stack address"  # cpu: threads have their own stacks, megabytes apart
 
 
@@ -158,7 +158,9 @@ TARGETS: dict[str, Target] = {
             entry_stores=EntryStores.SHUFFLE,
             cold_printf=False,
             sums_counts_per_warp=True,
-            counter_slices=128,  # an H100 has 132 multiprocessors
+            # An H100 has 132 multiprocessors; 4 copies each, the warp's slot picking one: the folded
+            # kernel of bench_instrumentation.py at 2^24, 1.75x (2.35x with a copy a multiprocessor).
+            counter_slices=512,
             counter_copy=CounterCopy.MULTIPROCESSOR,
             global_address_space=1,
             # Issue #20, bench_races.py on an H100 at 2^24, the memory-bound kernel with fresh shadows:
