@@ -8,9 +8,9 @@ u64, in columns so that the search over `begin` reads one dense array:
     struct LiveRanges {
       u64 count;            // ranges, sorted by begin, none overlapping
       u64 buffers;          // K: the data buffers, the entries of shadow[]
-      u64 base;             // the index: begin[0] (0 for an empty table)
+      u64 base;             // the index: the first address its buckets span (0 for an empty table)
       u64 shift;            //   bucket b holds the addresses base + (b << shift) .. + (1 << shift) - 1
-      u64 buckets;          //   B, a power of two, at least BUCKETS_PER_RANGE * count
+      u64 buckets;          //   B, a power of two: about count / RANGES_A_BUCKET
       u64 begin[count];     // first byte
       u64 end[count];       // one past the last byte
       u64 id[count];        // data buffer k: k; the runtime's own buffers: RUNTIME_RANGE + n (below)
@@ -18,12 +18,18 @@ u64, in columns so that the search over `begin` reads one dense array:
       u64 first[B + 1];     // the index: how many ranges begin at or below bucket b's first address;
     };                      //   first[B] = count (the last bucket takes every address above it too)
 
+The buckets span the tightest run of consecutive ranges that holds DENSE_SHARE of them (from its first
+begin to its last end): a few ranges far from the rest (allocations in another pool, a driver's range
+gigabytes away) would otherwise stretch the buckets over the gap and crowd the rest into a few of them.
+An address below `base` searches the ranges that begin at or below it, `first[0]` of them, as one
+window; an address above the last bucket, the last bucket's window and every range after it.
+
 The search for an address (the last range whose begin is at most it) reads `first[b]` and
-`first[b + 1]` of its bucket and searches only the ranges between: with several buckets a range and
-the buckets spanning them, usually none or one, so a miss of the one-entry cache costs a few loads
-rather than a binary search of the whole table, and a table whose ranges crowd into one bucket still
-costs no more than the binary search. The index's fields sit in the header, which the check reads in
-one round of loads that do not wait on one another.
+`first[b + 1]` of its bucket and searches only the ranges between: with the buckets spanning the
+ranges, a few (RANGES_A_BUCKET on average where they spread evenly), so a miss of the one-entry cache
+costs a few loads rather than a binary search of the whole table, and a table whose ranges crowd into
+one bucket still costs no more than the binary search. The index's fields sit in the header, which
+the check reads in one round of loads that do not wait on one another.
 
 The runtime's own buffers (printf, abort, the instrumentation counters, validation's table and shadows)
 are in the table so that a report can name them: the shader's own accesses may not touch them. A driver
@@ -40,6 +46,7 @@ below. Standard library only: the nvptx device's worker imports it.
 from __future__ import annotations
 
 import bisect
+import math
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -47,11 +54,13 @@ from dataclasses import dataclass
 WORD_BYTES = 8
 COUNT_WORD, BUFFERS_WORD, BASE_WORD, SHIFT_WORD, BUCKETS_WORD = range(5)  # the header's fields
 HEADER_WORDS = 5
-# Buckets a range: on an H100 (`bench_validation.py`, 13a: 10,000 ranges over 1.19 GB of addresses, the
-# allocations having gaps between them) the checked kernel took 1.39x the unchecked with 1 (windows of
-# 19 ranges), 1.29x with 2, 1.26x with 4 (5), 1.23x with 8 (2.4) and 1.28x with 16 (1.2: the index
-# outgrows the caches).
-BUCKETS_PER_RANGE = 8
+# Ranges a bucket, about (B: the power of two at least the ranges, divided by this). On an H100
+# (`bench_validation.py`, 13a: 10,000 ranges of 6.7 KB, consecutive lanes reading consecutive ranges),
+# the checked kernel took 1.26x the unchecked with a bucket a range, 1.23x with 2 ranges a bucket, 1.21x
+# with 4 (windows of 2.4 on average, which the search compares at once), 1.23x with 8, 1.49x with 16:
+# finer buckets spread a warp's reads of `first` over more cache lines; coarser ones, its windows.
+RANGES_A_BUCKET = 4
+DENSE_SHARE = 0.9  # the share of the ranges whose tightest run the buckets span
 # Word index of column c's entry p: HEADER_WORDS + c * count + p; shadow[k] after the three columns.
 BEGIN_COLUMN, END_COLUMN, ID_COLUMN, SHADOW_COLUMN = range(4)
 RUNTIME_RANGE = 1 << 32  # ids from here on name the runtime's own buffers, RUNTIME_RANGES in order
@@ -87,7 +96,7 @@ def table_bytes(ranges: Iterable[LiveRange], shadows: Sequence[int] = ()) -> byt
         [found.end for found in ordered],
         [found.id for found in ordered],
     ]
-    base, shift, buckets, first = _index(columns[0], max((found.end for found in ordered), default=0))
+    base, shift, buckets, first = _index(columns[0], *_span(ordered))
     words = [
         len(ordered),
         len(shadows),
@@ -102,15 +111,26 @@ def table_bytes(ranges: Iterable[LiveRange], shadows: Sequence[int] = ()) -> byt
 
 
 def index_buckets(ranges: int) -> int:
-    """B: the least power of two at least BUCKETS_PER_RANGE * `ranges` (and at least 1)."""
-    return 1 << max(BUCKETS_PER_RANGE * ranges - 1, 0).bit_length()
+    """B: the least power of two at least `ranges`, divided by RANGES_A_BUCKET (and at least 1)."""
+    return max(1, (1 << max(ranges - 1, 0).bit_length()) // RANGES_A_BUCKET)
 
 
-def _index(begins: list[int], top: int) -> tuple[int, int, int, list[int]]:
-    """The index over the sorted `begins`, its buckets spanning begin[0] .. `top` (the greatest end):
-    base, shift, B and first[0..B]."""
+def _span(ordered: Sequence[LiveRange]) -> tuple[int, int]:
+    """The addresses the index's buckets span (see above): the first begin and the last end of the
+    tightest run of consecutive `ordered` ranges that holds DENSE_SHARE of them."""
+    if not ordered:
+        return 0, 0
+    run = max(1, math.ceil(DENSE_SHARE * len(ordered)))
+    start = min(
+        range(len(ordered) - run + 1), key=lambda first: ordered[first + run - 1].end - ordered[first].begin
+    )
+    return ordered[start].begin, ordered[start + run - 1].end
+
+
+def _index(begins: list[int], base: int, top: int) -> tuple[int, int, int, list[int]]:
+    """The index over the sorted `begins`, its buckets spanning `base` .. `top`: base, shift, B and
+    first[0..B]."""
     buckets = index_buckets(len(begins))
-    base = begins[0] if begins else 0
     # buckets << shift > top - base; past 2^63 the last bucket takes the rest
     shift = min(63, ((top - base) // buckets).bit_length())
     first = [bisect.bisect_right(begins, base + (bucket << shift)) for bucket in range(buckets)]

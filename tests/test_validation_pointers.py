@@ -21,7 +21,7 @@ from lowering.ir.building import I64
 from lowering.lowered_module import Source
 from lowering.passes.validation_helpers import define_search
 from lowering.pipeline import lower_sources
-from metadata.live_ranges import NO_RANGE, PRINTF_RANGE, LiveRange, table_bytes
+from metadata.live_ranges import BASE_WORD, NO_RANGE, PRINTF_RANGE, LiveRange, table_bytes
 
 STORED_POINTERS = entry(
     "  %target = getelementptr i32, ptr addrspace(7) %b, i64 %wide\n"
@@ -196,12 +196,12 @@ def test_nothing_is_left_unchecked_in_code_that_only_touches_the_runtimes_buffer
 def test_the_table_of_live_ranges_is_sorted_into_columns():
     ranges = [LiveRange(300, 310, 2), LiveRange(100, 164, 0), LiveRange(200, 204, PRINTF_RANGE)]
     table = memoryview(table_bytes(ranges, [7000, 8000])).cast("Q").tolist()
-    # The header: 3 ranges, 2 data buffers, and the index's base 100, shift 3 and B 32 (eight buckets a
-    # range, 24, rounded up to a power of two): 32 buckets of 2^3 bytes span 100 .. 310.
-    header = [3, 2, 100, 3, 32]
+    # The header: 3 ranges, 2 data buffers, and the index's base 100, shift 8 and B 1 (4, the power of two
+    # at least 3, over four ranges a bucket): one bucket of 2^8 bytes spans 100 .. 310.
+    header = [3, 2, 100, 8, 1]
     columns = [100, 200, 300, 164, 204, 310, 0, PRINTF_RANGE, 2, 7000, 8000]
-    # Ranges beginning at or below 100, 108, ..., 348 (bucket b's first address, 100 + 8 b), then all 3.
-    first = [1] * 13 + [2] * 12 + [3] * 7 + [3]
+    # One range begins at or below the bucket's first address, 100; then all 3.
+    first = [1, 3]
     assert table == [*header, *columns, *first]
     with pytest.raises(ValueError, match="overlap"):
         table_bytes([LiveRange(0, 10, 0), LiveRange(5, 20, 1)])
@@ -244,4 +244,39 @@ def test_the_search_through_the_index_is_bisect(gaps: list[int], scale: int, pro
         *(probe * scale for probe in probes),
     }
     for address in sorted(addresses):
+        assert search(ctypes.addressof(table), address) == bisect.bisect_right(begins, address) - 1, address
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 4),
+    st.integers(0, 4),
+    st.integers(20, 200),
+    st.integers(1, 1 << 16),
+    st.randoms(use_true_random=False),
+)
+def test_ranges_far_from_the_rest_leave_the_buckets_to_the_rest_and_are_still_found(
+    below: int, above: int, dense: int, size: int, random
+) -> None:
+    """A dense run of ranges with a few far below and above it (gigabytes to terabytes away, as
+    allocations of other pools are): the index spans the run alone (`base` its first begin), and the
+    search still finds every range, the far ones through the windows below the base and past the last
+    bucket."""
+    search = _compiled_search()
+    start = 1 << 44
+    begins = sorted(
+        {
+            *(random.randrange(1 << 20, start >> 2) for _ in range(below)),
+            *(start + size * n for n in range(dense)),
+            *(random.randrange(start << 1, start << 2) for _ in range(above)),
+        }
+    )
+    ranges = [LiveRange(begin, begin + min(size, 64), n) for n, begin in enumerate(begins)]
+    image = table_bytes(ranges)
+    words = memoryview(image).cast("Q")
+    if (below + above) * 10 <= len(begins):  # the outliers are no more than a tenth: left out
+        assert words[BASE_WORD] >= start
+    table = ctypes.create_string_buffer(image, len(image))
+    probes = {0, start - 1, (1 << 64) - 1, *(begin + delta for begin in begins for delta in (-1, 0, 1, 63))}
+    for address in sorted(probes):
         assert search(ctypes.addressof(table), address) == bisect.bisect_right(begins, address) - 1, address

@@ -118,23 +118,23 @@ def _at_or_below(builder: ir.IRBuilder, table: ir.Value, position: ir.Value, add
 
 def _window(builder: ir.IRBuilder, table: ir.Value, address: ir.Value) -> tuple[ir.Value, ir.Value]:
     """The first position and the size of the window of the address's bucket in the index
-    (`metadata.live_ranges`): empty below the least begin."""
+    (`metadata.live_ranges`); below the index's base, the ranges that begin at or below it."""
     count = _word(builder, table, constant(COUNT_WORD), "count")
     buffers = _word(builder, table, constant(BUFFERS_WORD), "buffers")
     base = _word(builder, table, constant(BASE_WORD), "index.base")
     shift = _word(builder, table, constant(SHIFT_WORD), "index.shift")
     buckets = _word(builder, table, constant(BUCKETS_WORD), "index.buckets")
     index = _column(count, SHADOW_COLUMN, buffers, builder)  # first[0], after shadow[K]
+    above = builder.icmp_unsigned(">=", address, base, name="above")
     bucket = builder.lshr(builder.sub(address, base), shift, name="bucket.any")
-    bucket = builder.select(
-        builder.icmp_unsigned("<", bucket, buckets), bucket, builder.sub(buckets, constant(1)), name="bucket"
-    )
+    last = builder.sub(buckets, constant(1))
+    bucket = builder.select(builder.icmp_unsigned("<", bucket, buckets), bucket, last, name="bucket.in")
+    bucket = builder.select(above, bucket, constant(0), name="bucket")
     at = builder.add(index, bucket, name="first.at")
     first = _word(builder, table, at, "first")
     after = _word(builder, table, builder.add(at, constant(1)), "after")
-    above = builder.icmp_unsigned(">=", address, base, name="above")
     low = builder.select(above, first, constant(0), name="low.first")
-    size = builder.select(above, builder.sub(after, first), constant(0), name="size.first")
+    size = builder.select(above, builder.sub(after, first), first, name="size.first")
     return low, size
 
 

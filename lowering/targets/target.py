@@ -159,7 +159,7 @@ TARGETS: dict[str, Target] = {
             cold_printf=False,
             sums_counts_per_warp=True,
             # An H100 has 132 multiprocessors; 4 copies each, the warp's slot picking one: the folded
-            # kernel of bench_instrumentation.py at 2^24, 1.75x (2.35x with a copy a multiprocessor).
+            # kernel of bench_instrumentation.py at 2^24, 1.78x (2.35x with a copy a multiprocessor).
             counter_slices=512,
             counter_copy=CounterCopy.MULTIPROCESSOR,
             global_address_space=1,
