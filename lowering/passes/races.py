@@ -52,6 +52,9 @@ from .context import RUNTIME_BUFFER_TYPE, PassContext
 
 _WORD_SHIFT = 2  # 4-byte words
 _GROUP_SHIFT = 5  # WARP_WORDS words a group
+_OFFSET = f"""  %address = ptrtoint {RUNTIME_BUFFER_TYPE} %pointer to i64
+  %start = ptrtoint {RUNTIME_BUFFER_TYPE} %base to i64
+  %offset = sub i64 %address, %start"""  # the helpers' access, as an offset into its buffer
 _WARP_INTRINSICS = [
     "i32 @llvm.nvvm.activemask()",
     "i32 @llvm.nvvm.read.ptx.sreg.laneid()",
@@ -283,9 +286,6 @@ def _helpers(names: str, shadow: str) -> list[str]:
     buffer = RUNTIME_BUFFER_TYPE
     where = f"{shadow} %rows, i64 %words, {buffer} %base, {buffer} %pointer"
     who = "i32 %who, i32 %site, i64 %row"
-    offset = f"""  %address = ptrtoint {buffer} %pointer to i64
-  %start = ptrtoint {buffer} %base to i64
-  %offset = sub i64 %address, %start"""
     mark = f"call void @{names}mark({shadow} %rows, i64 %words, i64 %word, {who})"
     return [
         f"""define internal void @{names}mark({shadow} %rows, i64 %words, i64 %word, {who}) alwaysinline {{
@@ -319,7 +319,7 @@ done:
 }}""",
         f"""define internal void @{names}word({where}, {who}) alwaysinline {{
 entry:
-{offset}
+{_OFFSET}
   %word = lshr i64 %offset, {_WORD_SHIFT}
   %inside = icmp ult i64 %word, %words
   br i1 %inside, label %record, label %done
@@ -331,7 +331,7 @@ done:
 }}""",
         f"""define internal void @{names}range({where}, i64 %bytes, {who}) alwaysinline {{
 entry:
-{offset}
+{_OFFSET}
   %last = add i64 %offset, %bytes
   %last.byte = sub i64 %last, 1
   %first.word = ashr i64 %offset, {_WORD_SHIFT}
@@ -367,9 +367,7 @@ def _lanes_helper(names: str, shadow: str, site_bits: int) -> str:
     return f"""define internal void @{names}lanes({shadow} %rows, i64 %words, {buffer} %base, \
 {buffer} %pointer, {shadow} %warps, i64 %groups, i32 %who, i32 %site, i64 %row) alwaysinline {{
 entry:
-  %address = ptrtoint {buffer} %pointer to i64
-  %start = ptrtoint {buffer} %base to i64
-  %offset = sub i64 %address, %start
+{_OFFSET}
   %word = lshr i64 %offset, {_WORD_SHIFT}
   %inside = icmp ult i64 %word, %words
   %active = call i32 @llvm.nvvm.activemask()
