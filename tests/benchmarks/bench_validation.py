@@ -190,6 +190,19 @@ int main(int argc, char** argv) {
 """
 
 
+def best_seconds(
+    source: Source, repeat: int, invocations: int, threads: int, data: list[bytes], **options
+) -> float:
+    """The cpu device's own seconds for `source` with `run_sources`'s `options`, best of `repeat`; every
+    run finds nothing to report."""
+    seconds = []
+    for _ in range(repeat):
+        result = run_sources([source], invocations=invocations, threads=threads, data_buffers=data, **options)
+        assert not result.validation and not result.races and result.status.seconds is not None
+        seconds.append(result.status.seconds)
+    return min(seconds)
+
+
 def cpu_ratios(
     invocations: int,
     repeat: int,
@@ -202,20 +215,10 @@ def cpu_ratios(
     data = [bytes(4 * invocations), bytes(4 * invocations)]
     for threads in (1, 2):
         for name, ir in KERNELS.items():
-            best = {}
-            for flag in (False, True):
-                seconds = []
-                for _ in range(repeat):
-                    result = run_sources(
-                        [Source(name, ir)],
-                        invocations=invocations,
-                        threads=threads,
-                        data_buffers=data,
-                        **{option: flag},
-                    )
-                    assert not result.validation and not result.races and result.status.seconds is not None
-                    seconds.append(result.status.seconds)
-                best[flag] = min(seconds)
+            best = {
+                flag: best_seconds(Source(name, ir), repeat, invocations, threads, data, **{option: flag})
+                for flag in (False, True)
+            }
             lines.append(
                 f"cpu, {threads} thread(s), {name}, {invocations} invocations: "
                 f"{labels[0]} {best[False] * 1e3:.2f} ms, {labels[1]} {best[True] * 1e3:.2f} ms, "
@@ -585,21 +588,19 @@ def cpu_spec13_ratios(invocations: int, repeat: int) -> list[str]:
     data = [bytes(4 * invocations), bytes(4 * invocations)]
     for threads in (1, 2):
         for part, name, ir, checks in cases:
-            best = {}
-            for validate in (False, checks):
-                seconds = []
-                for _ in range(repeat):
-                    result = run_sources(
-                        [Source(name, ir)],
-                        invocations=invocations,
-                        threads=threads,
-                        data_buffers=data,
-                        validate=validate,
-                        initialised=[4 * invocations, 0],
-                    )
-                    assert not result.validation and result.status.seconds is not None
-                    seconds.append(result.status.seconds)
-                best[validate is not False] = min(seconds)
+            initialised = [4 * invocations, 0]
+            best = {
+                validate is not False: best_seconds(
+                    Source(name, ir),
+                    repeat,
+                    invocations,
+                    threads,
+                    data,
+                    validate=validate,
+                    initialised=initialised,
+                )
+                for validate in (False, checks)
+            }
             lines.append(_ratio_line(part, threads, name, invocations, best))
     return lines
 
