@@ -49,9 +49,10 @@ from ..targets.runtime_globals import RACES_SHADOW_GLOBAL
 from ..targets.target import Target
 from .buffer_accesses import Access, Entry, accesses, derivations, entries, source_of
 from .context import RUNTIME_BUFFER_TYPE, PassContext
+from .warp_aggregation import SHUFFLE_WHOLE_WARP
 
-_WORD_SHIFT = 2  # 4-byte words
-_GROUP_SHIFT = 5  # WARP_WORDS words a group
+_WORD_SHIFT = WORD_BYTES.bit_length() - 1
+_GROUP_SHIFT = WARP_WORDS.bit_length() - 1
 _OFFSET = f"""  %address = ptrtoint {RUNTIME_BUFFER_TYPE} %pointer to i64
   %start = ptrtoint {RUNTIME_BUFFER_TYPE} %base to i64
   %offset = sub i64 %address, %start"""  # the helpers' access, as an offset into its buffer
@@ -359,8 +360,9 @@ def _lanes_helper(names: str, shadow: str, site_bits: int) -> str:
     """`lanes`: a 4-byte access, recorded once for a full warp that accesses one group of words in lane
     order with consecutive invocations (the group's slot in `warps`), else as `word` records it."""
     buffer = RUNTIME_BUFFER_TYPE
+    whole = f"i32 {SHUFFLE_WHOLE_WARP}"
     shuffled = "\n".join(
-        f"  %{name}.0 = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 %{name}, i32 0, i32 31)\n"
+        f"  %{name}.0 = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 %{name}, i32 0, {whole})\n"
         f"  %{name}.same = icmp eq i32 %{name}, %{name}.0"
         for name in ("first.low", "first.high", "first.who")
     )

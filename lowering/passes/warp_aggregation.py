@@ -34,7 +34,7 @@ import llvmlite.ir as ir
 
 from ..ir.building import I32, I64, constant, declared, internal_function
 
-_SHUFFLE_WHOLE_WARP = 31  # shfl.sync's `c` operand for an index shuffle over all 32 lanes
+SHUFFLE_WHOLE_WARP = 31  # shfl.sync's `c` operand for an index shuffle over all 32 lanes
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ def warp_intrinsic(module: ir.Module, name: str, *parameters: ir.Type) -> ir.Fun
 def shuffle(builder: ir.IRBuilder, mask: ir.Value, value: ir.Value, source: ir.Value, name: str) -> ir.Value:
     """`shfl.sync.idx.b32`: the i32 `value` of lane `source` (an i32), among the lanes of `mask`."""
     intrinsic = warp_intrinsic(builder.module, "llvm.nvvm.shfl.sync.idx.i32", I32, I32, I32, I32)
-    return builder.call(intrinsic, [mask, value, source, constant(_SHUFFLE_WHOLE_WARP, I32)], name=name)
+    return builder.call(intrinsic, [mask, value, source, constant(SHUFFLE_WHOLE_WARP, I32)], name=name)
 
 
 def emit_warp_reservation(builder: ir.IRBuilder, counter: ir.Value, size: ir.Value) -> WarpReservation:
