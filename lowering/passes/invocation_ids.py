@@ -22,6 +22,7 @@ from metadata.wire import UNKNOWN_INVOCATION
 
 from ..ir.lexer import bare_name
 from ..ir.model import Block, Function, Instruction, Module
+from .buffer_accesses import all_entries
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .printf_sites import INVOCATION_PLACEHOLDER
 
@@ -65,11 +66,11 @@ def run(context: PassContext, called: frozenset[str]) -> None:
         for function in module.definitions()
         if any(placeholder in instruction.text for _, instruction in function.instructions())
     }
-    values: dict[str, str] = {}
-    for function in module.definitions():
-        invocation = None if function.name in called else entry_invocation(function)
-        if invocation is not None:
-            values[function.name] = invocation
+    values = {
+        entry.function.name: entry.invocation
+        for entry in all_entries(module, RUNTIME_BUFFER_TYPE)
+        if entry.function.name not in called
+    }
     passing = _passing(module, calls, references, holding, set(values))
     for name in passing:
         values[name] = f"%{context.prefix}{_PARAMETER}"
@@ -90,19 +91,6 @@ def run(context: PassContext, called: frozenset[str]) -> None:
         if not reached and not dead and (function.name in holding or _calls_any(function, calls, passing)):
             _report(context, function)
     module.remove(module.functions[placeholder])
-
-
-def entry_invocation(function: Function) -> str | None:
-    """The invocation ID parameter of a function with an entry's signature (SPEC 7 and 11: the printf
-    buffer, maybe the abort buffer, `i32 %invocation_id`, then data buffers), or None."""
-    types = [parameter.type for parameter in function.parameters]
-    for position in (1, 2):
-        head, rest = types[:position], types[position + 1 :]
-        if types[position : position + 1] == ["i32"] and all(
-            found == RUNTIME_BUFFER_TYPE for found in head + rest
-        ):
-            return function.parameters[position].value
-    return None
 
 
 def _passing(
