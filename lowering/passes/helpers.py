@@ -168,6 +168,11 @@ class Helper:
         return types + [str(argument.ir_type) for argument in self.arguments]
 
 
+def signed32(value: int) -> int:
+    """`value` as LLVM spells an i32 constant: two's complement, signed."""
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
 def signed64(value: int) -> int:
     """`value` as LLVM spells an i64 constant (an entry header): two's complement, signed."""
     return value - (1 << 64) if value >= 1 << 63 else value
@@ -281,9 +286,9 @@ def _pass_gate(
     if gate.invocations is not None:
         invocation, kept = given["invocation"], None
         for number, (low, high) in enumerate(gate.invocations):
-            offset = builder.sub(invocation, constant(_i32(low), I32), name=f"range{number}.offset")
+            offset = builder.sub(invocation, constant(signed32(low), I32), name=f"range{number}.offset")
             inside = builder.icmp_unsigned(
-                "<=", offset, constant(_i32(high - low), I32), name=f"range{number}"
+                "<=", offset, constant(signed32(high - low), I32), name=f"range{number}"
             )
             kept = inside if kept is None else builder.or_(kept, inside, name=f"kept{number}")
         assert kept is not None  # a list of invocations has one range at least
@@ -311,11 +316,6 @@ def _in_order(function: ir.Function, exit_block: ir.Block) -> None:
             blocks.remove(block)
     blocks[:0] = [entry] if entry is not None else []
     blocks.append(exit_block)
-
-
-def _i32(value: int) -> int:
-    """`value` as LLVM spells an i32 constant: two's complement, signed."""
-    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def _attributes(helper: Helper, target: Target) -> list[str]:

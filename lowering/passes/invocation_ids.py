@@ -24,9 +24,10 @@ from ..ir.lexer import bare_name
 from ..ir.model import Block, Function, Instruction, Module
 from .buffer_accesses import all_entries
 from .context import RUNTIME_BUFFER_TYPE, PassContext
+from .helpers import signed32
 from .printf_sites import INVOCATION_PLACEHOLDER
 
-_UNKNOWN = str(UNKNOWN_INVOCATION - (1 << 32))  # as an i32 constant
+_UNKNOWN = str(signed32(UNKNOWN_INVOCATION))
 _PARAMETER = "invocation"  # after the run's prefix
 
 

@@ -26,7 +26,7 @@ from ..ir.values import Operand
 from .calls import Call
 from .context import PassContext
 from .format_strings import FormatStrings
-from .helpers import AS_IS, POINTER_BITS, SIGN_EXTENDED, STRING_INDEX
+from .helpers import AS_IS, POINTER_BITS, SIGN_EXTENDED, STRING_INDEX, signed32
 
 _NO_VALUE = frozenset({"undef", "poison"})  # a select's or phi's operand that names no string
 _NULL = "null"
@@ -108,7 +108,7 @@ class StringArguments:
             self.context.problem(call, f"argument {position} for '%s': {problem}")
             return Operand.parse("i32 0"), []
         if len(indices) == 1 and not operand.value.startswith("%"):
-            return Operand.parse(f"i32 {_i32(next(iter(indices.values())))}"), []
+            return Operand.parse(f"i32 {signed32(next(iter(indices.values())))}"), []
         return self._chain(call, position, operand, indices)
 
     def _chain(
@@ -119,14 +119,14 @@ class StringArguments:
         name = f"%{self.context.prefix}str.{call.kind}.{call.ordinal}.{position}"
         debug = call.debug_attachment
         instructions = []
-        previous = str(_i32(UNKNOWN_STRING_INDEX))
+        previous = str(signed32(UNKNOWN_STRING_INDEX))
         for number, (leaf, index) in enumerate(indices.items()):
             equal, chosen = f"{name}.eq{number}", f"{name}.{number}"
             instructions.append(
                 Instruction(f"{equal} = icmp eq {operand.type} {operand.value}, {leaf}{debug}")
             )
             instructions.append(
-                Instruction(f"{chosen} = select i1 {equal}, i32 {_i32(index)}, i32 {previous}{debug}")
+                Instruction(f"{chosen} = select i1 {equal}, i32 {signed32(index)}, i32 {previous}{debug}")
             )
             previous = chosen
         return Operand.parse(f"i32 {previous}"), instructions
@@ -188,8 +188,3 @@ def _chosen(instruction: Instruction) -> list[str] | None:
             index = close
         index += 1
     return values
-
-
-def _i32(value: int) -> int:
-    """`value` as LLVM spells an i32 constant: two's complement, signed."""
-    return value - (1 << 32) if value >= 1 << 31 else value
