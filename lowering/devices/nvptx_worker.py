@@ -1,10 +1,10 @@
 """The nvptx device's worker (`python -m lowering.devices.nvptx_worker`, see `worker`): runs the kernel
 of `nvptx.kernel_ptx` on the first GPU through the CUDA driver (`cuda_driver`).
 
-It imports the standard library and the driver's bindings, not numpy, llvmlite or CuPy, and starts
-CUDA (`cuInit`, the primary context) as soon as it starts, before its job arrives: the harness makes the
-PTX meanwhile. Then it loads the PTX, puts the buffers where the kernel sees them, launches one thread
-per invocation and copies the buffers back into the shared file.
+It imports the standard library, the driver's bindings and the targets' table, not numpy, llvmlite or
+CuPy, and starts CUDA (`cuInit`, the primary context) as soon as it starts, before its job arrives: the
+harness makes the PTX meanwhile. Then it loads the PTX, puts the buffers where the kernel sees them,
+launches one thread per invocation and copies the buffers back into the shared file.
 
 Both buffer images live in the shared file. The abort buffer is used in place: its pages are pinned and
 mapped into the GPU's address space, so an abort record, fenced at system scope before the trap, is in
@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 
+from ..targets.target import NVPTX_BLOCK_THREADS
 from .cuda_driver import (
     ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
     CudaDriver,
@@ -30,7 +31,7 @@ from .cuda_driver import (
 from .worker import Job, Unavailable, live_range_table, pointer_array, serve, whole_pages
 
 KERNEL_NAME = "dprintf_kernel"
-BLOCK_THREADS = 256
+BLOCK_THREADS = NVPTX_BLOCK_THREADS
 
 
 class Gpu:

@@ -44,6 +44,7 @@ MAX_TOGETHER_DWORDS = 32  # larger entries are stored per lane: a warp's scratch
 SCRATCH_WARPS = NVPTX_BLOCK_THREADS // WARP_LANES  # a warp of a larger thread block stores per lane
 PIECE_DWORDS = 4  # the widest store: 16 bytes
 _FULL_WARP = (1 << WARP_LANES) - 1
+_LANE_BITS = WARP_LANES.bit_length() - 1  # a lane's bits in a thread or dword number
 _SHARED_ADDRESS_SPACE = 3
 
 
@@ -93,7 +94,7 @@ def shuffle_together(
             cycle = builder.lshr(distance, constant(common.bit_length() - 1, I32), name=f"x.cycle.{slot}")
             scaled = builder.mul(cycle, constant(inverse, I32), name=f"x.scaled.{slot}")
             store = builder.add(store, builder.urem(scaled, constant(cycles, I32)), name=f"x.k.{slot}")
-        dword = builder.add(builder.shl(store, constant(5, I32)), lane, name=f"x.dword.{slot}")
+        dword = builder.add(builder.shl(store, constant(_LANE_BITS, I32)), lane, name=f"x.dword.{slot}")
         source = builder.udiv(dword, constant(size, I32), name=f"x.source.{slot}")
         received.append(shuffle(builder, full, value, source, f"x.got.{slot}"))
     unturned = _rotated(builder, received, offset, (size - 1).bit_length(), 1, "x.kept")
@@ -146,7 +147,7 @@ class Scratch:
 
         rows = builder.add(special("tid.y"), builder.mul(special("ntid.y"), special("tid.z")), name="rows")
         thread = builder.add(special("tid.x"), builder.mul(special("ntid.x"), rows), name="thread")
-        return builder.lshr(thread, constant(5, I32), name="warp")
+        return builder.lshr(thread, constant(_LANE_BITS, I32), name="warp")
 
     def write_together(
         self,

@@ -54,7 +54,7 @@ class CounterPlacement(enum.Enum):
 
 
 OUTLINED_CALLS_THRESHOLD = 32
-NVPTX_BLOCK_THREADS = 256  # the nvptx device's thread blocks (`nvptx_worker.BLOCK_THREADS`)
+NVPTX_BLOCK_THREADS = 256  # the nvptx device's thread blocks, which its worker launches
 WARP_LANES = 32
 
 
