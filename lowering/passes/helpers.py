@@ -29,7 +29,7 @@ from metadata.wire import (
 from ..ir.building import I32, I64, constant, declared, internal_function, store_atomic
 from ..ir.lexer import global_name
 from ..ir.types import parse_type
-from ..targets.target import EntryStores, Target
+from ..targets.target import INPUT_BUFFER_ADDRESS_SPACE, EntryStores, Target
 from .entry_stores import MAX_TOGETHER_DWORDS, Scratch, shuffle_together, store_in_pieces, whole_warp_region
 from .warp_aggregation import WarpReservation, define_warp_aggregated_reserve, emit_warp_reservation
 
@@ -130,7 +130,8 @@ class PrintfGate:
         return self.line_limit is not None
 
 
-COUNTER_TYPE = "ptr addrspace(7)"  # a site's line counter, in the runtime's buffer (a u64 a site)
+# A site's line counter, in the runtime's buffer (a u64 a site).
+COUNTER_TYPE = f"ptr addrspace({INPUT_BUFFER_ADDRESS_SPACE})"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
