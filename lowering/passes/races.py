@@ -358,7 +358,7 @@ done:
 
 def _lanes_helper(names: str, shadow: str, site_bits: int) -> str:
     """`lanes`: a 4-byte access, recorded once for a full warp that accesses one group of words in lane
-    order with consecutive invocations (the group's slot in `warps`), else as `word` records it."""
+    order with consecutive invocations (the group's slot in `warps`), else by `word`."""
     buffer = RUNTIME_BUFFER_TYPE
     whole = f"i32 {SHUFFLE_WHOLE_WARP}"
     shuffled = "\n".join(
@@ -401,9 +401,8 @@ warp.record:
   call void @{names}mark({shadow} %warps, i64 %groups, i64 %group, i32 %who, i32 %site, i64 %row)
   br label %done
 lane:
-  br i1 %inside, label %record, label %done
-record:
-  call void @{names}mark({shadow} %rows, i64 %words, i64 %word, i32 %who, i32 %site, i64 %row)
+  call void @{names}word({shadow} %rows, i64 %words, {buffer} %base, {buffer} %pointer, \
+i32 %who, i32 %site, i64 %row)
   br label %done
 done:
   ret void
