@@ -70,7 +70,10 @@ def edge_plan(successors: Sequence[Sequence[int]], exits: Sequence[bool]) -> Cou
     }
     placements = {(virtual, 0): Placement(0, START)}
     placements |= {(block, out): Placement(block, START) for block, out in leaving.items()}
-    predecessors = [sum(block in successors[source] for source in range(blocks)) for block in range(blocks)]
+    predecessors = [0] * blocks
+    for targets in successors:
+        for target in set(targets):  # a block listed twice is still one predecessor
+            predecessors[target] += 1
     for block in range(blocks):
         source = leaving.get(block, block)
         for target in successors[block]:
@@ -87,18 +90,20 @@ def edge_plan(successors: Sequence[Sequence[int]], exits: Sequence[bool]) -> Cou
         cost = 0 if edge in leaving.items() else 2 if placement.at == TAKEN else 1
         return _LOOP_WEIGHT ** min(depth.get(end, 0) for end in ends), cost
 
-    tree = _maximum_spanning_tree(virtual + 1 + len(leaving), edges, weight)
+    nodes = virtual + 1 + len(leaving)
+    tree = _maximum_spanning_tree(nodes, edges, weight)
     counted = [edge for edge in edges if edge not in tree]
-    flows = _flows(virtual + 1 + len(leaving), edges, tree, counted)
-    counts = [_count(block, edges, flows) for block in range(blocks)]
+    incident = _incident(nodes, edges)
+    flows = _flows(incident, tree, counted)
+    counts = [_count(block, incident[block], flows) for block in range(blocks)]
     return CounterPlan(tuple(placements[edge] for edge in counted), tuple(counts))
 
 
 def _count(
     block: int, edges: list[tuple[int, int]], flows: dict[tuple[int, int], dict[int, int]]
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """A block's count as counters added and subtracted: the sum of its edges in, or of its edges out
-    (the same, by conservation), whichever takes fewer counters."""
+    """A block's count as counters added and subtracted (`edges`: those in or out of it): the sum of its
+    edges in, or of its edges out (the same, by conservation), whichever takes fewer counters."""
     sides = []
     for end in (1, 0):
         total: dict[int, int] = {}
@@ -149,20 +154,26 @@ def _maximum_spanning_tree(
     return tree
 
 
+def _incident(nodes: int, edges: list[tuple[int, int]]) -> dict[int, list[tuple[int, int]]]:
+    """Each node's edges, in or out (a loop on it once), in the order of `edges`: built once, so that
+    finding a node's edges takes no walk over them all."""
+    incident: dict[int, list[tuple[int, int]]] = {node: [] for node in range(nodes)}
+    for edge in edges:
+        incident[edge[0]].append(edge)
+        if edge[1] != edge[0]:
+            incident[edge[1]].append(edge)
+    return incident
+
+
 def _flows(
-    nodes: int, edges: list[tuple[int, int]], tree: set[tuple[int, int]], counted: list[tuple[int, int]]
+    incident: dict[int, list[tuple[int, int]]], tree: set[tuple[int, int]], counted: list[tuple[int, int]]
 ) -> dict[tuple[int, int], dict[int, int]]:
     """Each edge's count as counters times coefficients: a counted edge is its counter; a tree edge
     follows from flow conservation at a node where it is the only tree edge left (the tree's leaves,
     peeled one by one)."""
     flows: dict[tuple[int, int], dict[int, int]] = {edge: {k: 1} for k, edge in enumerate(counted)}
     unknown = set(tree)
-    incident: dict[int, list[tuple[int, int]]] = {node: [] for node in range(nodes)}
-    for edge in edges:
-        incident[edge[0]].append(edge)
-        if edge[1] != edge[0]:
-            incident[edge[1]].append(edge)
-    leaves = [node for node in range(nodes) if sum(edge in unknown for edge in incident[node]) == 1]
+    leaves = [node for node, edges in incident.items() if sum(edge in unknown for edge in edges) == 1]
     while leaves:
         node = leaves.pop()
         open_ = [edge for edge in incident[node] if edge in unknown]
