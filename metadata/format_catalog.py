@@ -10,7 +10,7 @@ from .abort_messages import AbortMessageEntry
 from .errors import DprintfError
 from .formats import FormatString
 from .layout import Layout
-from .table import INVOCATION, FormatEntry, TableEntry
+from .table import FormatEntry, TableEntry, payload_layout
 from .wire import MAX_ENTRY_DWORDS, entry_dwords, entry_header
 
 
@@ -53,7 +53,7 @@ class DecodableFormat:
     @property
     def payload_layout(self) -> Layout:
         """The payload's layout: the invocation ID first for an entry with a site, then the arguments."""
-        return (INVOCATION, *self.layout) if self.entry.site is not None else self.layout
+        return payload_layout(self.layout, self.entry.site)
 
     def describe(self) -> str:
         return f"{self.entry.string!r} (ID {self.entry.index:#014x})"
@@ -128,7 +128,7 @@ class FormatCatalog:
             fmt.check(layout)
         except DprintfError as failure:
             return f"the table's entry for ID {index:#014x} cannot be decoded: {failure}"
-        dwords = entry_dwords(entry.payload_layout)
+        dwords = entry_dwords(payload_layout(layout, entry.site))
         if dwords > MAX_ENTRY_DWORDS:
             return f"the table's entry for ID {index:#014x} needs {dwords} dwords, more than an entry holds"
         found = DecodableFormat(len(self.formats), entry, fmt, layout, dwords)

@@ -48,6 +48,12 @@ _MAX_ARGUMENTS = MAX_ENTRY_DWORDS - ENTRY_HEADER_DWORDS
 _UNPACK_REASONS = {msgpack.StackError: "nested too deeply", msgpack.FormatError: "a reserved type byte"}
 
 
+def payload_layout(layout: Layout, site: CallSite | None) -> Layout:
+    """The payload's layout of an entry with these arguments: the invocation ID first when it has a
+    `site`, then the arguments. Declared once for `FormatEntry` and the decoders' catalog."""
+    return (INVOCATION, *layout) if site is not None else layout
+
+
 @dataclass(frozen=True, slots=True)
 class FormatEntry:
     """One row of the table: ID, format string, argument count, 64-bit mask words, the format dialect
@@ -88,8 +94,7 @@ class FormatEntry:
     @property
     def payload_layout(self) -> Layout:
         """The payload's layout: the invocation ID first when the entry has a site, then the arguments."""
-        layout = self.layout
-        return (INVOCATION, *layout) if self.site is not None else layout
+        return payload_layout(self.layout, self.site)
 
     @property
     def format(self) -> FormatString:
