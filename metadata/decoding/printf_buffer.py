@@ -16,7 +16,7 @@ import mmap
 import operator
 import pickle
 import struct
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ from ..wire import DWORD, ENTRY_HEADER_DWORDS, Value, argument_columns, row_valu
 from .buffer_region import Issue, read_region
 from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier
 from .json_entries import DOCUMENT_TERMINATOR, json_plan
+from .key_positions import positions_by_key
 from .printf_walk import PrintfFraming
 from .record_walk import RecordWalk
 
@@ -46,7 +47,6 @@ OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above a
 TEXT_TRANSPORT = ("utf-8", "surrogatepass")  # any text, there and back, from a rendering process
 JSON_ENCODING = ("ascii", "strict")  # JSON as `json.dumps` writes it escapes every other character
 _BLOCK_ENTRIES = 1 << 16
-_FEW_FORMATS = 8  # up to this many, pick each format's entries by comparison; past it, sort
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +168,7 @@ class PrintfDecoding:
     def entry_rows(self) -> np.ndarray:
         """For each entry, its row in its group."""
         rows = np.empty(self.entry_groups.size, dtype=np.int64)
-        for indices in _indices_by_group(self.entry_groups, len(self.groups)):
+        for indices in positions_by_key(self.entry_groups, range(len(self.groups))):
             rows[indices] = np.arange(indices.size)
         return rows
 
@@ -525,23 +525,11 @@ def _interleave(numbers: np.ndarray, pieces: dict[int, list]) -> list:
     if len(pieces) == 1:
         return next(iter(pieces.values()))
     merged = np.empty(numbers.size, dtype=object)
-    for number, indices in zip(pieces, _indices_by_group(numbers, max(pieces) + 1, pieces), strict=True):
+    for number, indices in zip(pieces, positions_by_key(numbers, list(pieces)), strict=True):
         holder = np.empty(indices.size, dtype=object)
         holder[:] = pieces[number]
         merged[indices] = holder
     return merged.tolist()
-
-
-def _indices_by_group(
-    numbers: np.ndarray, count: int, wanted: Iterable[int] | None = None
-) -> list[np.ndarray]:
-    """For each group number (all of `range(count)`, or `wanted`), the positions holding it, in order."""
-    wanted = list(range(count)) if wanted is None else list(wanted)
-    if len(wanted) <= _FEW_FORMATS:
-        return [np.flatnonzero(numbers == number) for number in wanted]
-    order = np.argsort(numbers, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(numbers, minlength=count))))
-    return [order[bounds[number] : bounds[number + 1]] for number in wanted]
 
 
 def decode_printf_buffer(data: Any, table: FormatLookup, capacity: int | None = None) -> PrintfDecoding:
@@ -592,9 +580,7 @@ def _gather(
         block_numbers = numbers[start : start + _BLOCK_ENTRIES]
         block_starts = starts[start : start + _BLOCK_ENTRIES]
         wanted = np.flatnonzero(block_counts).tolist()
-        for number, indices in zip(
-            wanted, _indices_by_group(block_numbers, len(catalog.formats), wanted), strict=True
-        ):
+        for number, indices in zip(wanted, positions_by_key(block_numbers, wanted), strict=True):
             rows[number].append(block_starts[indices])
     entry_groups = numbers
     if len(present) < len(catalog.formats):

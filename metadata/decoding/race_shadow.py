@@ -36,6 +36,7 @@ from ..races import (
     shadow_groups,
     shadow_words,
 )
+from .key_positions import positions_by_key
 
 _Sides = tuple[np.ndarray, np.ndarray, np.ndarray]  # present, least, greatest packed values per word
 WRITE_WRITE, READ_WRITE, ATOMIC_PLAIN = "write-racing-write", "read-racing-write", "atomic-racing-plain"
@@ -261,26 +262,14 @@ def _group(
     ]
 
 
-_FEW_GROUPS = 8  # up to this many pairs of sites, a pass over the words for each beats sorting them
-
-
 def _runs(keys: np.ndarray) -> list[tuple[int, int, int]]:
     """For each distinct key: the position of its first and last occurrence, and its count."""
     least, greatest = int(keys.min()), int(keys.max())
     if least == greatest:  # one pair of sites: the common case, and millions of words at once
         return [(0, len(keys) - 1, len(keys))]
     distinct = np.flatnonzero(np.bincount(keys - least)) + least if greatest - least < 1 << 22 else None
-    if distinct is not None and len(distinct) <= _FEW_GROUPS:
-        found = [np.flatnonzero(keys == key) for key in distinct.tolist()]
-        return [(int(where[0]), int(where[-1]), len(where)) for where in found]
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    ends = np.r_[starts[1:], len(ordered)]
-    return [
-        (int(order[start]), int(order[end - 1]), int(end - start))
-        for start, end in zip(starts, ends, strict=True)
-    ]
+    found = positions_by_key(keys, distinct.tolist() if distinct is not None else None)
+    return [(int(where[0]), int(where[-1]), len(where)) for where in found]
 
 
 def _access(table: RaceTable, packed: int) -> RaceAccess:
