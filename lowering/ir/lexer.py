@@ -84,6 +84,13 @@ def split_list(tokens: list[Token], start: int, end: int) -> list[tuple[int, int
     return items
 
 
+def with_list_items(tokens: list[Token], opener: int, close: int, extra: str) -> str:
+    """The text of `tokens` with `extra` (comma-separated items) appended to the list between the brackets
+    at `opener` and `close`: a call's arguments, a function's parameters."""
+    separator = ", " if close > opener + 1 else ""
+    return f"{text_of(tokens, 0, close)}{separator}{extra}{text_of(tokens, close)}"
+
+
 def split_items(text: str) -> list[str]:
     """The comma-separated items of `text` (a list without its brackets), split outside brackets."""
     tokens = tokenize(text)

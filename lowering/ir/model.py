@@ -27,6 +27,7 @@ from .lexer import (
     string_value,
     text_of,
     tokenize,
+    with_list_items,
     without_word,
 )
 from .types import type_end
@@ -190,16 +191,11 @@ class Instruction:
 
     def with_arguments(self, extra: str) -> Instruction:
         """This call with `extra` (typed operands, comma-separated) appended to its arguments."""
-        tokens = self.tokens
-        callee = self.call()
-        if callee is None:
+        bounds = self._call_bounds()
+        if bounds is None:
             raise ValueError(f"{self.text!r} calls nothing")
-        at = next(
-            n for n, token in enumerate(tokens[:-1]) if token[1] == callee.callee and tokens[n + 1][1] == "("
-        )
-        close = closing(tokens, at + 1)
-        separator = ", " if callee.arguments else ""
-        return Instruction(f"{text_of(tokens, 0, close)}{separator}{extra}{text_of(tokens, close)}")
+        found, close = bounds
+        return Instruction(with_list_items(self.tokens, found + 1, close, extra))
 
     def renamed(self, result: str) -> Instruction:
         """This instruction defining `result` instead of its own result."""
@@ -337,10 +333,8 @@ class Function:
 
     def add_parameters(self, extra: str) -> None:
         """Give the function the parameters `extra` (typed, named, comma-separated) after its own."""
-        tokens = self._tokens
-        close = closing(tokens, self._name_index + 1)
-        separator = ", " if self.parameters else ""
-        self.header = f"{text_of(tokens, 0, close)}{separator}{extra}{text_of(tokens, close)}"
+        tokens, opener = self._tokens, self._name_index + 1
+        self.header = with_list_items(tokens, opener, closing(tokens, opener), extra)
         self._tokens = tokenize(self.header)
 
     def remove_word(self, word: str) -> None:
