@@ -122,15 +122,19 @@ def kernel_ptx(
     The `runtime_globals` it only declares are defined (`runtime_globals.define_declared_globals`).
     DeviceError when the module does not compile, or already defines the kernel's name.
     """
-    if KERNEL_NAME in _referenced(ir):
+    referenced = _referenced(ir)
+    if KERNEL_NAME in referenced:
         raise DeviceError(f"the module already defines @{KERNEL_NAME}, the name of the nvptx device's kernel")
-    return isolated("compiling for nvptx", _kernel_ptx, ir, entry, cpu, tuple(runtime_globals))
+    return isolated("compiling for nvptx", _kernel_ptx, ir, referenced, entry, cpu, tuple(runtime_globals))
 
 
-def _kernel_ptx(ir: str, entry: EntryPoint, cpu: str | None, runtime_globals: tuple[str, ...]) -> str:
+def _kernel_ptx(
+    ir: str, referenced: frozenset[str], entry: EntryPoint, cpu: str | None, runtime_globals: tuple[str, ...]
+) -> str:
+    """`kernel_ptx`'s work, in the isolated child; `referenced` is `_referenced(ir)`, read once."""
     source = f"<lowered {entry.name} with the nvptx kernel>"
     try:
-        module = parse_source(source, ir + kernel_ir(entry, declared=_referenced(ir)))
+        module = parse_source(source, ir + kernel_ir(entry, declared=referenced))
         module.get_function(entry.name).linkage = "internal"
         define_declared_globals(module, runtime_globals)
         _give_ptx_names(module, runtime_globals)
