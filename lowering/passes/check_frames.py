@@ -85,13 +85,15 @@ class Frame:
 
 class Frames:
     """The frames of one module's functions that have checks or call such functions (see the module
-    docstring). `needs_checks` says whether a function has instructions to check; the frames' table
-    and cache have types `table_type` and `cache_type`."""
+    docstring). `references` is the module's `reference_counts` (taken by the caller, which needs them
+    too); `needs_checks` says whether a function has instructions to check; the frames' table and cache
+    have types `table_type` and `cache_type`."""
 
     def __init__(
         self,
         context: PassContext,
         entries: dict[str, Entry],
+        references: Counter[str],
         needs_checks: Callable[[Function], bool],
         table_type: str,
         cache_type: str,
@@ -102,7 +104,7 @@ class Frames:
         self.needs_checks = needs_checks
         self.table_type, self.cache_type = table_type, cache_type
         self.prefix = context.prefix
-        self.references = self.module.reference_counts()
+        self.references = references
         self.calls: dict[str, Counter[str]] = {}  # callee -> caller -> direct calls
         for function in self.module.definitions():
             for _, instruction in function.instructions():

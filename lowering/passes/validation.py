@@ -116,7 +116,8 @@ class _Sites:
         self.table_type = table_type
         self.cache_type = f"ptr addrspace({alloca_address_space(context.target.name)})"
         self.sizes = TypeSizes(module_layout(context.target.name)[1])
-        self.entries = _entries(self.module)
+        self.references = self.module.reference_counts()  # as the pass found the module
+        self.entries = _entries(self.module, self.references)
         self.writers = _Writers(context)
         self.sites: list[Site] = []
         self.unchecked: Counter[tuple[str, str | None, str]] = Counter()
@@ -330,7 +331,7 @@ class _Instrumentation(_AccessChecks):
 
     def run(self) -> None:
         frames = Frames(
-            self.context, self.entries, self.needs_checks, self.table_type, self.cache_type
+            self.context, self.entries, self.references, self.needs_checks, self.table_type, self.cache_type
         ).build()
         for function in list(self.module.definitions()):
             frame = frames.get(function.name)
@@ -426,10 +427,10 @@ class _Instrumentation(_AccessChecks):
         return function is not None and "noreturn" in self.module.function_attributes(function)
 
 
-def _entries(module: Module) -> dict[str, Entry]:
+def _entries(module: Module, references: Counter[str]) -> dict[str, Entry]:
     """The entries (SPEC 7, 11), by name: with data buffers as `buffer_accesses` finds them, and without
-    when the module does not call them (a function of a buffer and an i32 it calls is not one)."""
-    references = module.reference_counts()
+    when the module does not call them (a function of a buffer and an i32 it calls is not one);
+    `references` is the module's `reference_counts`."""
     return {
         entry.function.name: entry
         for entry in all_entries(module, RUNTIME_BUFFER_TYPE)
