@@ -93,16 +93,21 @@ class _Writers:
             self.made[layout] = helper
         return self.made[layout]
 
-    def call(self, site: Site, frame: Frame, values: Iterable[str], debug: str) -> Instruction:
-        """The call writing a failed check's record: the invocation ID, then `values` (typed)."""
-        helper = self.helper(site)
-        header = signed64(entry_header(site.index, helper.entry_dwords))
+    def call(
+        self, site: Site, frame: Frame, values: Iterable[str], debug: str, callee: str | None = None
+    ) -> Instruction:
+        """The call writing a failed check's record: the invocation ID, then `values` (typed). The callee
+        is the site's writer, or `callee` (a global's IR name) that takes the same first three arguments
+        and writes the record through it."""
+        header = self.header(site)
+        callee = callee if callee is not None else global_name(self.helper(site).name)
         arguments = ", ".join(
             [f"{RUNTIME_BUFFER_TYPE} {frame.printf}", f"i64 {header}", f"i32 {frame.invocation}", *values]
         )
-        return Instruction(f"call void {global_name(helper.name)}({arguments}){debug}")
+        return Instruction(f"call void {callee}({arguments}){debug}")
 
     def header(self, site: Site) -> str:
+        """The i64 entry header of the site's records (its ID and its writer's size), as IR spells it."""
         return str(signed64(entry_header(site.index, self.helper(site).entry_dwords)))
 
 
@@ -234,18 +239,8 @@ class _AccessChecks(_Sites):
             f"%{names}below = sub i64 %{names}status, 1",
         ]
         failure = global_name(self._helper_name("range.failure"))
-        self.writers.helper(site)
-        arguments = ", ".join(
-            [
-                f"{RUNTIME_BUFFER_TYPE} {frame.printf}",
-                f"i64 {self.writers.header(site)}",
-                f"i32 {frame.invocation}",
-                f"{self.table_type} {table}",
-                f"i64 %{names}address",
-                f"i64 %{names}below",
-            ]
-        )
-        report = Instruction(f"call void {failure}({arguments}){checked.debug}")
+        values = [f"{self.table_type} {table}", f"i64 %{names}address", f"i64 %{names}below"]
+        report = self.writers.call(site, frame, values, checked.debug, callee=failure)
         checked.guard(lines, f"%{names}ok", [report], names)
         if INIT in self.checks:
             self._init(checked, site_buffer=None, offset=None)
