@@ -163,8 +163,7 @@ class _Recording:
         self.module = module
         self.table = table
         self.names = f"{prefix}races."
-        space = target.global_address_space
-        self.shadow_type = f"ptr addrspace({space})" if space is not None else "ptr"
+        self.shadow_type = target.global_pointer_type
         self.count = count
         self.per_warp = target.races_per_warp
 

@@ -68,7 +68,8 @@ def run(context: PassContext) -> None:
     """Put the checks of `context.options.validate` into the module's entries and the functions they
     still call; the table goes to the context."""
     checks = context.options.validate
-    table_type = "ptr addrspace(1)" if context.target.resource_globals else RUNTIME_BUFFER_TYPE
+    target = context.target
+    table_type = target.global_pointer_type if target.resource_globals else RUNTIME_BUFFER_TYPE
     instrumentation = _Instrumentation(context, checks, table_type)
     instrumentation.run()
     context.validation = instrumentation.table()

@@ -120,6 +120,12 @@ class Target:
         """The IR type of a buffer pointer in code lowered for this target."""
         return f"ptr addrspace({self.buffer_address_space or INPUT_BUFFER_ADDRESS_SPACE})"
 
+    @property
+    def global_pointer_type(self) -> str:
+        """The IR type of a plain pointer to memory the runtime points to (`global_address_space`)."""
+        space = self.global_address_space
+        return f"ptr addrspace({space})" if space is not None else "ptr"
+
 
 TARGETS: dict[str, Target] = {
     target.name: target
