@@ -23,6 +23,7 @@ from .errors import DprintfError
 from .ids import format_string_id
 from .layout import FLOAT, Layout, parse_layout, sixty_four_bit_mask
 from .table import FormatEntry, FormatTable, TableEntry
+from .validation_checks import BOUNDS, FP_CONVERSIONS, INIT, RANGE, UB, UNREACHABLE
 from .validation_reports import CheckReport, reports_of
 from .wire import entry_dwords
 
@@ -32,13 +33,8 @@ if TYPE_CHECKING:  # the registry brings pyelftools, which a run that links noth
 VALIDATION_KEY = "amdpal.validation"
 VERSION = 1
 
-# The classes of checks `--validate` takes (`--validate=bounds,ub,init`); plain `--validate` is bounds.
-BOUNDS, UB, INIT = "bounds", "ub", "init"
-CLASSES = (BOUNDS, UB, INIT)
-ALL = "all"
-RANGE = "range"  # a site's check: an access through a pointer no data buffer explains (class bounds)
-FP_CONVERSIONS = frozenset({"fptosi", "fptoui"})
-UNREACHABLE = "unreachable"
+CLASSES = (BOUNDS, UB, INIT)  # the classes `--validate` takes, by name
+ALL = "all"  # `--validate=all`: every class
 
 SITE_LAYOUT = parse_layout("i32,i64,i64")  # bounds: invocation ID, offset, buffer size
 SITE_RECORD_DWORDS = entry_dwords(SITE_LAYOUT)

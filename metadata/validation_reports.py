@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .live_ranges import NO_RANGE, is_runtime_range, range_name
+from .validation_checks import BOUNDS, DIVISIONS, INIT, RANGE, SHIFTS, UNREACHABLE
 from .wire import UNKNOWN_INVOCATION
 
 if TYPE_CHECKING:
     from .validation import Site
 
 _SIGNED = frozenset({"sdiv", "srem", "ashr", "fptosi"})
-_DIVISIONS = frozenset({"sdiv", "udiv", "srem", "urem"})
-_SHIFTS = frozenset({"shl", "lshr", "ashr"})
 
 
 class CheckReport(Protocol):
@@ -205,7 +204,7 @@ class UbReport:
 
     def line(self) -> str:
         site = self.site
-        if site.kind == "unreachable":
+        if site.kind == UNREACHABLE:
             return (
                 f"`unreachable` reached in {site.where()}: {_invocations(self.count, self.first_invocation)}"
             )
@@ -218,10 +217,10 @@ class UbReport:
     def _operands(self) -> str:
         """The operands that went wrong: shift amounts' range, the values converted."""
         kind = self.site.kind
-        if self.values is None or kind in _DIVISIONS:
+        if self.values is None or kind in DIVISIONS:
             return ""
         least, greatest = self.values
-        if kind in _SHIFTS:
+        if kind in SHIFTS:
             amounts = _span("amount", int(least), int(greatest))
             return f", {amounts}"
         example = f", invocation {self.first_invocation}'s {_number(self.example)}"
@@ -253,7 +252,7 @@ def reports_of(site: Site, columns: Sequence[np.ndarray], buffer_names: Sequence
     """The reports of the records of `site` (their columns, in buffer order)."""
     names = tuple(buffer_names)
     invocations = np.asarray(columns[0], dtype=np.int64)
-    if site.check == "bounds":
+    if site.check == BOUNDS:
         offsets = np.asarray(columns[1]).astype(np.uint64).view(np.int64)
         return [
             SiteReport(
@@ -265,7 +264,7 @@ def reports_of(site: Site, columns: Sequence[np.ndarray], buffer_names: Sequence
                 int(columns[2][0]),
             )
         ]
-    if site.check == "range":
+    if site.check == RANGE:
         first = int(invocations.argmin())
         address, below, below_end, above, above_begin = (int(column[first]) for column in columns[1:])
         return [
@@ -279,7 +278,7 @@ def reports_of(site: Site, columns: Sequence[np.ndarray], buffer_names: Sequence
                 names,
             )
         ]
-    if site.check == "init":
+    if site.check == INIT:
         return _init_reports(site, invocations, columns, names)
     return _ub_reports(site, invocations, columns)
 
@@ -314,10 +313,10 @@ def _ub_reports(site: Site, invocations: np.ndarray, columns: Sequence[np.ndarra
     if kind in _SIGNED and values.dtype.kind == "u":
         values = values.view(np.int64)
     problems: list[tuple[str, np.ndarray]]
-    if kind in _DIVISIONS:
+    if kind in DIVISIONS:
         zero = values == 0
         problems = [("division by zero", zero), (_overflow(site), ~zero)]
-    elif kind in _SHIFTS:
+    elif kind in SHIFTS:
         problems = [("shift by the width or more", np.ones(len(values), dtype=bool))]
     else:
         problems = [("conversion of a value out of range or NaN", np.ones(len(values), dtype=bool))]

@@ -19,14 +19,13 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 import numpy as np
 
+from metadata.validation_checks import DIVISIONS, FP_CONVERSIONS, SHIFTS
+
 from ..ir.model import Instruction
 from ..ir.types import parse_type
 from ..ir.values import Operand, constant_lanes
 
-DIVISIONS = frozenset({"sdiv", "udiv", "srem", "urem"})
-SHIFTS = frozenset({"shl", "lshr", "ashr"})
-CONVERSIONS = frozenset({"fptosi", "fptoui"})
-UB_OPCODES = DIVISIONS | SHIFTS | CONVERSIONS
+UB_OPCODES = DIVISIONS | SHIFTS | FP_CONVERSIONS
 _FLOATS: dict[str, type[np.floating]] = {"half": np.float16, "float": np.float32, "double": np.float64}
 _INFINITY = float("inf")
 
@@ -80,7 +79,7 @@ def ub_test(instruction: Instruction, names: str, definitions: dict[str, Instruc
     half, float and double)."""
     opcode = instruction.opcode
     operands = instruction.operands
-    if opcode in CONVERSIONS:
+    if opcode in FP_CONVERSIONS:
         source, _, result_type = operands[0].value.partition(" to ")
         shape = _Shape.of(operands[0].type)
         target = _Shape.of(result_type.strip())
