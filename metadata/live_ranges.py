@@ -70,6 +70,7 @@ PRINTF_RANGE, ABORT_RANGE, INSTRUMENTATION_RANGE, VALIDATION_RANGE = (
 )
 NO_RANGE = (1 << 64) - 1  # in a report: no range below (or above) the address
 SHADOW_WORD_BITS = 64
+SHADOW_WORD_SHIFT = SHADOW_WORD_BITS.bit_length() - 1  # byte i's bit is in shadow word i >> this
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +140,7 @@ def _index(begins: list[int], base: int, top: int) -> tuple[int, int, int, list[
 
 def table_size(ranges: int, buffers: int) -> int:
     """Bytes of a table of `ranges` ranges and `buffers` data buffers."""
-    return WORD_BYTES * (HEADER_WORDS + 3 * ranges + buffers + index_buckets(ranges) + 1)
+    return WORD_BYTES * (HEADER_WORDS + SHADOW_COLUMN * ranges + buffers + index_buckets(ranges) + 1)
 
 
 def range_name(found: int, buffer_names: Sequence[str] = ()) -> str:

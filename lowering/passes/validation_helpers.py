@@ -36,6 +36,7 @@ from metadata.live_ranges import (
     RUNTIME_RANGE,
     SHADOW_COLUMN,
     SHADOW_WORD_BITS,
+    SHADOW_WORD_SHIFT,
     SHIFT_WORD,
 )
 
@@ -248,8 +249,8 @@ def _for_each_word(function: ir.Function, table_type: ir.Type, work: WordWork) -
     words = builder.inttoptr(shadow, table_type, name="words")
     last = builder.sub(builder.add(offset, size), constant(1), name="last")
     bits = constant(SHADOW_WORD_BITS - 1)
-    first_word = builder.lshr(offset, constant(6), name="first.word")
-    last_word = builder.lshr(last, constant(6), name="last.word")
+    first_word = builder.lshr(offset, constant(SHADOW_WORD_SHIFT), name="first.word")
+    last_word = builder.lshr(last, constant(SHADOW_WORD_SHIFT), name="last.word")
     builder.cbranch(builder.icmp_unsigned("==", first_word, last_word, name="single"), one, loop)
 
     def mask(builder: ir.IRBuilder, low: ir.Value, high: ir.Value) -> ir.Value:
@@ -299,7 +300,7 @@ def define_shadow_check(module: ir.Module, name: str, table_type: ir.Type, scope
         builder.cbranch(builder.icmp_unsigned("!=", missing, constant(0)), found, following)
         builder.position_at_end(found)
         bit = builder.call(cttz, [missing, ir.Constant(ir.IntType(1), 1)], name="bit")
-        builder.ret(builder.add(builder.shl(word, constant(6)), bit, name="first"))
+        builder.ret(builder.add(builder.shl(word, constant(SHADOW_WORD_SHIFT)), bit, name="first"))
 
     done = _for_each_word(function, table_type, check)
     ir.IRBuilder(done).ret(constant(-1))
