@@ -22,9 +22,10 @@ from ..targets.runtime_globals import PRINTF_BUFFER_GLOBAL, VALIDATION_RANGES_GL
 from . import validation_helpers as helpers
 from .buffer_accesses import Entry
 from .context import RUNTIME_BUFFER_TYPE, PassContext
+from .helpers import signed32
 from .runtime_buffers import RuntimeBuffers
 
-_UNKNOWN = UNKNOWN_INVOCATION - (1 << 32)  # as an i32 constant
+_UNKNOWN = signed32(UNKNOWN_INVOCATION)
 
 
 @dataclass
