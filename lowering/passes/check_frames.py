@@ -2,9 +2,9 @@
 what they load once per invocation (validation, SPEC 11 and 13).
 
 An entry has both as parameters. A function still called after inlining (`noinline`) that only calls
-reach gets them as two more parameters, which every call passes (its callers then need them too, up to
-the entries); one whose address is taken loads the printf buffer from `@lgc.debug.printf.buffer` and
-has no invocation ID (UNKNOWN_INVOCATION).
+reach gets them as two more parameters (`direct_calls`), which every call passes (its callers then need
+them too, up to the entries); one whose address is taken loads the printf buffer from
+`@lgc.debug.printf.buffer` and has no invocation ID (UNKNOWN_INVOCATION).
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from metadata.live_ranges import HEADER_WORDS, SHADOW_COLUMN
 from metadata.wire import UNKNOWN_INVOCATION
 
-from ..ir.lexer import bare_name, global_name
+from ..ir.lexer import global_name
 from ..ir.model import Function, Instruction, Module
 from ..targets.runtime_globals import PRINTF_BUFFER_GLOBAL, VALIDATION_RANGES_GLOBAL
 from . import validation_helpers as helpers
 from .buffer_accesses import Entry
 from .context import RUNTIME_BUFFER_TYPE, PassContext
+from .direct_calls import DirectCalls
 from .helpers import signed32
 from .runtime_buffers import RuntimeBuffers
 
@@ -105,13 +106,7 @@ class Frames:
         self.needs_checks = needs_checks
         self.table_type, self.cache_type = table_type, cache_type
         self.prefix = context.prefix
-        self.references = references
-        self.calls: dict[str, Counter[str]] = {}  # callee -> caller -> direct calls
-        for function in self.module.definitions():
-            for _, instruction in function.instructions():
-                call = instruction.call()
-                if call is not None:
-                    self.calls.setdefault(bare_name(call.callee), Counter())[function.name] += 1
+        self.calls = DirectCalls(self.module, references, through_locals=True, any_dots=True)
 
     def build(self) -> dict[str, Frame]:
         """The frames, by function name; the functions that get the two parameters get them, and every
@@ -120,20 +115,13 @@ class Frames:
         live = {
             function.name: function
             for function in module.definitions()
-            if function.name in entries or self.references[function.name] > 1
+            if function.name in entries or self.calls.references[function.name] > 1
         }
         needing = [
             name for name, function in live.items() if name not in entries and self.needs_checks(function)
         ]
-        hidden: set[str] = set()
-        while needing:
-            name = needing.pop()
-            if name in hidden or not self._only_called(live[name]):
-                continue
-            hidden.add(name)
-            needing += [
-                caller for caller in self.calls.get(name, ()) if caller in live and caller not in entries
-            ]
+        hidden = set(self.calls.passing(needing, entries))
+        calling_hidden = self.calls.callers(hidden)
         frames: dict[str, Frame] = {}
         for name, function in live.items():
             entry = entries.get(name)
@@ -143,18 +131,10 @@ class Frames:
                 printf, invocation = f"%{self.prefix}printf", f"%{self.prefix}invocation"
                 function.add_parameters(f"{RUNTIME_BUFFER_TYPE} {printf}, i32 {invocation}")
                 frames[name] = self._frame(printf, invocation, len(frames))
-            elif self.needs_checks(function) or any(callee in hidden for callee in self._callees(name)):
+            elif self.needs_checks(function) or name in calling_hidden:
                 frames[name] = self._global_frame(len(frames))
         self._pass_along(hidden, frames)
         return frames
-
-    def _only_called(self, function: Function) -> bool:
-        """Whether every reference to `function` is a direct call (and it takes a fixed parameter list)."""
-        calls = sum(self.calls.get(function.name, Counter()).values())
-        return self.references[function.name] == 1 + calls and "..." not in function.header
-
-    def _callees(self, caller: str) -> list[str]:
-        return [callee for callee, callers in self.calls.items() if caller in callers]
 
     def _frame(self, printf: str, invocation: str, number: int) -> Frame:
         return Frame(printf, invocation, f"{self.prefix}f{number}.", self.table_type, self.cache_type, [], {})
@@ -171,18 +151,12 @@ class Frames:
     def _pass_along(self, hidden: set[str], frames: dict[str, Frame]) -> None:
         """Every call of a function in `hidden` passes its caller's printf buffer and invocation ID (a
         function never called passes poison)."""
-        for function in self.module.definitions():
-            frame = frames.get(function.name)
-            values = (
-                f"{RUNTIME_BUFFER_TYPE} {frame.printf}, i32 {frame.invocation}"
-                if frame is not None
-                else f"{RUNTIME_BUFFER_TYPE} poison, i32 poison"
-            )
-            for block in function.blocks or ():
-                edits = {}
-                for instruction in block.instructions:
-                    call = instruction.call()
-                    if call is not None and bare_name(call.callee) in hidden:
-                        edits[instruction] = [instruction.with_arguments(values)]
-                if edits:
-                    block.rewrite(edits)
+
+        def values(caller: Function) -> str:
+            frame = frames.get(caller.name)
+            if frame is None:
+                return f"{RUNTIME_BUFFER_TYPE} poison, i32 poison"
+            return f"{RUNTIME_BUFFER_TYPE} {frame.printf}, i32 {frame.invocation}"
+
+        for block, edits in self.calls.pass_along(hidden, values).items():
+            block.rewrite(edits)
