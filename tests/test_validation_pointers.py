@@ -187,6 +187,31 @@ def test_a_function_whose_address_is_taken_reports_with_the_invocation_unknown()
     assert "4 invocations, first unknown" in result.validation[0].line()
 
 
+def test_a_call_through_a_pointer_is_never_taken_for_a_call_of_the_function_its_name_spells():
+    """`call void %0(...)` calls whatever the local `%0` holds: not a direct call of `@0`, whose address is
+    taken here, so `@0` keeps its parameters and reports its invocations unknown, and the indirect call
+    passes nothing more."""
+    head = NOINLINE_PUT.replace("@put", "@0")
+    body = (
+        "  %slot = getelementptr i8, ptr addrspace(7) %b, i64 0\n"
+        "  store ptr @0, ptr addrspace(7) %slot\n"
+        "  %0 = load ptr, ptr addrspace(7) %slot\n"
+        "  call void %0(ptr addrspace(7) %a, i64 %wide, i32 %id)\n"
+    )
+    text = entry(body, buffers="ab", head=head)
+    lowered = lower_sources([Source("test.ll", text)], validate=True).ir
+    assert "call void %0(ptr addrspace(7) %a, i64 %wide, i32 %id)" in lowered
+    result = run(text, [64, 8], 20)
+    assert reports(result) == [("range", "store", "0", 4, UNKNOWN)]
+
+
+def test_a_function_with_dots_in_its_name_gets_the_invocation_from_its_callers():
+    head = NOINLINE_PUT.replace("@put", '@"put...again"')
+    text = entry('  call void @"put...again"(ptr addrspace(7) %a, i64 %wide, i32 %id)\n', head=head)
+    result = run(text, [64], 20)
+    assert reports(result) == [("range", "store", "put...again", 4, 16)]
+
+
 def test_nothing_is_left_unchecked_in_code_that_only_touches_the_runtimes_buffers():
     for text in (STORED_POINTERS, ONE_PAST_INTO_ANOTHER, scattered_loads()):
         table = lower_sources([Source("test.ll", text)], validate=True).validation

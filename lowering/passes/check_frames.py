@@ -106,7 +106,7 @@ class Frames:
         self.needs_checks = needs_checks
         self.table_type, self.cache_type = table_type, cache_type
         self.prefix = context.prefix
-        self.calls = DirectCalls(self.module, references, through_locals=True, any_dots=True)
+        self.calls = DirectCalls(self.module, references)
 
     def build(self) -> dict[str, Frame]:
         """The frames, by function name; the functions that get the two parameters get them, and every

@@ -25,39 +25,23 @@ class DirectCall(NamedTuple):
 
 class DirectCalls:
     """The direct calls of `module`'s functions, by callee (bare name); `references` is the module's
-    `reference_counts`. Validation's frames have always read them more broadly, and keep doing so: with
-    `through_locals` a call through a local value counts as a call of the function of its bare name
-    (`call void %0()` as one of `@0`), and with `any_dots` a function with `...` anywhere in its header
-    (its name, a section) does not take a fixed parameter list."""
+    `reference_counts`. A call through a local value is no direct call of anything."""
 
-    def __init__(
-        self,
-        module: Module,
-        references: Counter[str],
-        *,
-        through_locals: bool = False,
-        any_dots: bool = False,
-    ) -> None:
+    def __init__(self, module: Module, references: Counter[str]) -> None:
         self.module = module
         self.references = references
-        self.any_dots = any_dots
         self.sites: dict[str, list[DirectCall]] = {}
         for function in module.definitions():
             for block, instruction in function.instructions():
-                if not through_locals and "@" not in instruction.text:
-                    continue
-                call = instruction.call()
-                if call is not None and (through_locals or call.callee.startswith("@")):
+                call = instruction.call() if "@" in instruction.text else None
+                if call is not None and call.callee.startswith("@"):
                     site = DirectCall(function, block, instruction)
                     self.sites.setdefault(bare_name(call.callee), []).append(site)
 
     def only_called(self, function: Function) -> bool:
         """Whether every reference to `function` is a direct call, and it takes a fixed parameter list."""
-        parameters = (
-            function.header if self.any_dots else [parameter.text for parameter in function.parameters]
-        )
-        calls = len(self.sites.get(function.name, ()))
-        return "..." not in parameters and self.references[function.name] == 1 + calls
+        fixed = "..." not in [parameter.text for parameter in function.parameters]
+        return fixed and self.references[function.name] == 1 + len(self.sites.get(function.name, ()))
 
     def callers(self, names: Iterable[str]) -> set[str]:
         """The functions that call one of `names`."""
