@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from validation_runs import PLACES, UNKNOWN, entry, guards_intact, reports, run, words
 
+from lowering.devices.harness import run_sources
 from lowering.ir.building import I64
 from lowering.lowered_module import Source
 from lowering.passes.validation_helpers import define_search
@@ -174,6 +175,36 @@ def test_a_noinline_function_gets_the_invocation_from_its_callers(place):
     result = run(text, [64], 20, place)
     assert reports(result) == [("range", "store", "put", 4, 16)]
     assert words(result.data_buffers[0], 16) == list(range(16)) and guards_intact(result)
+
+
+NOINLINE_PUT_AND_PRINT = '@fmt = private unnamed_addr addrspace(4) constant [8 x i8] c"put %u\\0A\\00"\n' + (
+    NOINLINE_PUT.replace("(ptr addrspace(7) %p,", "(ptr addrspace(7) %buf, ptr addrspace(7) %p,").replace(
+        "  ret void",
+        "  call void (ptr addrspace(7), ptr addrspace(4), ...) @lgc.debug.printf(ptr addrspace(7) %buf, "
+        "ptr addrspace(4) @fmt, i32 %v)\n  ret void",
+    )
+)
+
+
+@pytest.mark.parametrize("gate", [{"verbose": True}, {"only_invocations": ((8, 23),)}])
+def test_a_noinline_function_that_checks_and_prints_with_its_invocation_takes_the_id_once(gate):
+    """Printf's invocation IDs (`--verbose`, `--only-invocations`) and validation's frames both pass the
+    ID down to `@put`: one parameter serves both, and both see the caller's invocations."""
+    call = "  call void @put(ptr addrspace(7) %printf, ptr addrspace(7) %a, i64 %wide, i32 %id)\n"
+    text = entry(call, head=NOINLINE_PUT_AND_PRINT)
+    lowered = lower_sources([Source("test.ll", text)], validate=True, **gate).ir
+    parameters = "i64 %i, i32 %v, i32 %dprintf.invocation, ptr addrspace(7) %dprintf.printf)"
+    assert f"define void @put(ptr addrspace(7) %buf, ptr addrspace(7) %p, {parameters}" in lowered
+    result = run_sources(
+        [Source("test.ll", text)], invocations=20, data_buffers=[bytes(64)], validate=True, **gate
+    )
+    assert reports(result) == [("range", "store", "put", 4, 16)]
+    printed = result.text().splitlines()
+    invocations = range(20) if "verbose" in gate else range(8, 20)
+    assert sorted(line.rpartition(" ")[2] for line in printed) == sorted(str(n) for n in invocations)
+    if "verbose" in gate:
+        prefixed = "".join(result.printf.text_chunks(verbose=True)).splitlines()
+        assert sorted(prefixed) == sorted(f"[@put call 1, invocation {n}] put {n}" for n in invocations)
 
 
 def test_a_function_whose_address_is_taken_reports_with_the_invocation_unknown():

@@ -3,8 +3,9 @@ what they load once per invocation (validation, SPEC 11 and 13).
 
 An entry has both as parameters. A function still called after inlining (`noinline`) that only calls
 reach gets them as two more parameters (`direct_calls`), which every call passes (its callers then need
-them too, up to the entries); one whose address is taken loads the printf buffer from
-`@lgc.debug.printf.buffer` and has no invocation ID (UNKNOWN_INVOCATION).
+them too, up to the entries); the ID's is printf's (`invocation_ids.ID_PARAMETER`), taken as it is
+where `--verbose` or `--only-invocations` gave the function one already; one whose address is taken
+loads the printf buffer from `@lgc.debug.printf.buffer` and has no invocation ID (UNKNOWN_INVOCATION).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .buffer_accesses import Entry
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .direct_calls import DirectCalls
 from .helpers import signed32
+from .invocation_ids import ID_PARAMETER
 from .runtime_buffers import RuntimeBuffers
 
 _UNKNOWN = signed32(UNKNOWN_INVOCATION)
@@ -123,17 +125,23 @@ class Frames:
         hidden = set(self.calls.passing(needing, entries))
         calling_hidden = self.calls.callers(hidden)
         frames: dict[str, Frame] = {}
+        given: set[str] = set()
         for name, function in live.items():
             entry = entries.get(name)
             if entry is not None:
                 frames[name] = self._frame(entry.printf_buffer, entry.invocation, len(frames))
             elif name in hidden:
-                printf, invocation = f"%{self.prefix}printf", f"%{self.prefix}invocation"
-                function.add_parameters(f"{RUNTIME_BUFFER_TYPE} {printf}, i32 {invocation}")
+                printf, invocation = f"%{self.prefix}printf", f"%{self.prefix}{ID_PARAMETER}"
+                if invocation in (parameter.value for parameter in function.parameters):
+                    given.add(name)  # printf's invocation IDs pass it already: only the buffer is new
+                    function.add_parameters(f"{RUNTIME_BUFFER_TYPE} {printf}")
+                else:
+                    function.add_parameters(f"{RUNTIME_BUFFER_TYPE} {printf}, i32 {invocation}")
                 frames[name] = self._frame(printf, invocation, len(frames))
             elif self.needs_checks(function) or name in calling_hidden:
                 frames[name] = self._global_frame(len(frames))
-        self._pass_along(hidden, frames)
+        self._pass_along(hidden - given, frames, with_invocation=True)
+        self._pass_along(given, frames, with_invocation=False)
         return frames
 
     def _frame(self, printf: str, invocation: str, number: int) -> Frame:
@@ -148,15 +156,16 @@ class Frames:
         frame.prologue += loads
         return frame
 
-    def _pass_along(self, hidden: set[str], frames: dict[str, Frame]) -> None:
-        """Every call of a function in `hidden` passes its caller's printf buffer and invocation ID (a
-        function never called passes poison)."""
+    def _pass_along(self, hidden: set[str], frames: dict[str, Frame], with_invocation: bool) -> None:
+        """Every call of a function in `hidden` passes its caller's printf buffer and, `with_invocation`,
+        its invocation ID (a function never called passes poison)."""
 
         def values(caller: Function) -> str:
             frame = frames.get(caller.name)
-            if frame is None:
-                return f"{RUNTIME_BUFFER_TYPE} poison, i32 poison"
-            return f"{RUNTIME_BUFFER_TYPE} {frame.printf}, i32 {frame.invocation}"
+            printf, invocation = (
+                (frame.printf, frame.invocation) if frame is not None else ("poison", "poison")
+            )
+            return f"{RUNTIME_BUFFER_TYPE} {printf}" + (f", i32 {invocation}" if with_invocation else "")
 
         for block, edits in self.calls.pass_along(hidden, values).items():
             block.rewrite(edits)

@@ -26,7 +26,7 @@ from .helpers import signed32
 from .printf_sites import INVOCATION_PLACEHOLDER
 
 _UNKNOWN = str(signed32(UNKNOWN_INVOCATION))
-_PARAMETER = "invocation"  # after the run's prefix
+ID_PARAMETER = "invocation"  # after the run's prefix: the parameter that passes the ID down
 
 
 def called_functions(module: Module) -> frozenset[str]:
@@ -55,7 +55,7 @@ def run(context: PassContext, called: frozenset[str]) -> None:
     }
     passing = calls.passing(holding, set(values))
     for name in passing:
-        values[name] = f"%{context.prefix}{_PARAMETER}"
+        values[name] = f"%{context.prefix}{ID_PARAMETER}"
         module.functions[name].add_parameters(f"i32 {values[name]}")
     edits = calls.pass_along(passing, lambda caller: f"i32 {values.get(caller.name, _UNKNOWN)}")
     for function in module.definitions():
