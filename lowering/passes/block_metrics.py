@@ -14,15 +14,12 @@ from metadata.instrumentation import METRIC_NAMES
 
 from ..ir.lexer import bare_name
 from ..ir.model import Block, Instruction
+from ..ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
 
 _BY_OPCODE = {
-    **dict.fromkeys("add sub mul udiv sdiv urem srem shl lshr ashr and or xor icmp".split(), "int"),
-    **dict.fromkeys("fadd fsub fmul fdiv frem fneg fcmp".split(), "fp"),
-    **dict.fromkeys(
-        "trunc zext sext fptrunc fpext fptoui fptosi uitofp sitofp ptrtoint inttoptr bitcast "
-        "addrspacecast".split(),
-        "cvt",
-    ),
+    **dict.fromkeys([*INTEGER_ARITHMETIC, "icmp"], "int"),
+    **dict.fromkeys([*FLOAT_ARITHMETIC, "fcmp"], "fp"),
+    **dict.fromkeys(CASTS, "cvt"),
     **dict.fromkeys("load store atomicrmw cmpxchg".split(), "ls"),
 }
 # Intrinsics by the name up to their type suffix (`llvm.sqrt` of `llvm.sqrt.f32`), most specific first.

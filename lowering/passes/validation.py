@@ -56,6 +56,7 @@ from .check_frames import Frame, Frames
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .guards import Checked, CheckedAccess, block_of, debug_of
 from .helpers import ABORT, PRINTF, Argument, Helper, classify, signed64
+from .loop_versions import Versions, versionable_loops
 from .undefined_behaviour import UB_OPCODES, ub_test
 
 _READS = frozenset({"load", "atomic", "memcpy", "memmove"})  # a memcpy or memmove reads its source
@@ -356,16 +357,15 @@ class _Instrumentation(_AccessChecks):
 
     def run_on(self, function: Function, frame: Frame) -> None:
         """Check the instructions of `function`."""
+        tested = self._version_loops(function) if UB in self.checks else set()
         entry = self.entries.get(function.name)
         roots = derivations(function, entry) if entry is not None else {}
         offsets = constant_offsets(function, entry, self.sizes) if entry is not None else {}
-        definitions = {
-            instruction.result: instruction
-            for _, instruction in function.instructions()
-            if instruction.result is not None
-        }
+        definitions = _definitions(function)
         previous: Instruction | None = None
-        for _, instruction in list(function.instructions()):
+        for block, instruction in list(function.instructions()):
+            if id(block) in tested:
+                continue
             if BOUNDS in self.checks:
                 for access in accesses(instruction):
                     if access.pointer_type == RUNTIME_BUFFER_TYPE:
@@ -377,6 +377,28 @@ class _Instrumentation(_AccessChecks):
             if UB in self.checks and instruction.opcode == UNREACHABLE and not self._ends_call(previous):
                 self._unreachable(function, frame, instruction)
             previous = instruction
+
+    def _version_loops(self, function: Function) -> set[int]:
+        """Run each loop that can go twice tested, then checked where a test failed (`loop_versions`);
+        the tested blocks' ids, whose instructions are not checked again. Not with instrumentation,
+        whose counts would take in the second run."""
+        if self.context.options.instrument:
+            return set()
+        tested = set()
+        for loop in versionable_loops(function):
+            definitions = _definitions(function)
+            tests = []
+            for instruction in loop.block.instructions:
+                if instruction.opcode in UB_OPCODES:
+                    names = self._names()
+                    test = ub_test(instruction, names, definitions)
+                    if test is not None:
+                        tests.append((instruction, test, names))
+            versions = Versions(function, loop, self._names())
+            leaving = versions.leaving_types()
+            if tests and leaving is not None:
+                tested.add(id(versions.make(tests, leaving)))
+        return tested
 
     def _undefined(
         self, function: Function, frame: Frame, instruction: Instruction, definitions: dict[str, Instruction]
@@ -421,6 +443,15 @@ class _Instrumentation(_AccessChecks):
             return True
         function = self.module.functions.get(callee)
         return function is not None and "noreturn" in self.module.function_attributes(function)
+
+
+def _definitions(function: Function) -> dict[str, Instruction]:
+    """The instructions of `function` by the value they define."""
+    return {
+        instruction.result: instruction
+        for _, instruction in function.instructions()
+        if instruction.result is not None
+    }
 
 
 def _entries(module: Module, references: Counter[str]) -> dict[str, Entry]:

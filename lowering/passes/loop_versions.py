@@ -1,0 +1,334 @@
+"""A tested and a checked version of a loop, for `--validate=ub` (SPEC 13).
+
+A test that branches to a report in every iteration keeps a GPU's compiler from unrolling and
+interleaving the loop (ptxas unrolled the unchecked loop of `bench_validation.py` 13b eight times and
+left the checked one rolled: 1.14x). A loop of one block with no side effect (no memory access, no call
+but of the pure intrinsics below) and an induction that ends it (a step of 1 or -1 towards a bound set
+before the loop) is therefore run twice when it must be:
+
+    preheader -> loop:    the instructions made safe (a divisor 1 where its test failed, a shift's or a
+                          conversion's result frozen), every test ORed into `any`
+              -> tested:  br any, checked, exit
+              -> checked: the loop again from the same values, each instruction behind its own check,
+                          as any other instruction (`validation`)
+              -> exit:    the values the loop leaves, from `loop` or from `checked`
+
+The loop has no side effect and computes from its starting values alone, so the checked run makes the
+same iterations with the same operands: the records, their values and the values after the loop are
+those of the checked loop alone. The loop ends, so a failure is reported after a bounded delay and not
+lost to a loop that never ends.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+
+from metadata.validation_checks import DIVISIONS
+
+from ..ir.lexer import bare_name, text_of
+from ..ir.model import Block, Function, Instruction, local_name
+from ..ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
+from ..ir.types import parse_type
+from .guards import debug_of
+from .undefined_behaviour import UbTest
+
+_ARITHMETIC = INTEGER_ARITHMETIC | FLOAT_ARITHMETIC | {"freeze"}
+_PURE = _ARITHMETIC | CASTS | {"icmp", "fcmp", "select", "phi", "getelementptr", "extractelement"}
+_PURE |= {"insertelement", "br"}
+PURE_INTRINSICS = tuple(
+    f"llvm.{name}."
+    for name in "dbg fabs abs smin smax umin umax minnum maxnum fma fmuladd sqrt floor ceil trunc copysign "
+    "ctpop ctlz cttz bswap bitreverse fshl fshr".split()
+)
+# The compares of an induction with its bound that end the loop once the induction reaches the bound
+# (which a step of 1 or -1 does), by (step, whether the loop goes on when the compare is true).
+_ENDING = {
+    (1, True): frozenset({"ult", "slt", "ne"}),
+    (1, False): frozenset({"uge", "sge", "eq"}),
+    (-1, True): frozenset({"ugt", "sgt", "ne"}),
+    (-1, False): frozenset({"ule", "sle", "eq"}),
+}
+_MIRRORED = {"ult": "ugt", "ule": "uge", "slt": "sgt", "sle": "sge", "eq": "eq", "ne": "ne"}
+_SWAPPED = _MIRRORED | {mirrored: predicate for predicate, mirrored in _MIRRORED.items()}
+_LOOP_ID = re.compile(r", !llvm\.loop !\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A loop of one block: its label, the one block entering it, and the one block it leaves to."""
+
+    block: Block
+    label: str
+    preheader: str
+    exit: str
+
+
+def versionable_loops(function: Function) -> list[Loop]:
+    """The loops of one block in `function` that can run twice: without side effects, ending, entered
+    from one block and left to a block entered from nowhere else."""
+    blocks = function.blocks or []
+    predecessors: dict[str, list[str]] = {}
+    for block in blocks:
+        for successor in block.successors():
+            predecessors.setdefault(successor, []).append(function.label_of(block))
+    loops = []
+    for block in blocks:
+        label = function.label_of(block)
+        successors = block.successors()
+        if len(successors) != 2 or label not in successors or successors[0] == successors[1]:
+            continue
+        exit_label = successors[1 - successors.index(label)]
+        entering = {found for found in predecessors.get(label, []) if found != label}
+        if len(entering) != 1 or predecessors.get(exit_label) != [label]:
+            continue
+        if _pure(block) and _ends(block, label):
+            loops.append(Loop(block, label, entering.pop(), exit_label))
+    return loops
+
+
+def _pure(block: Block) -> bool:
+    for instruction in block.instructions:
+        call = instruction.call()
+        if call is not None:
+            if not bare_name(call.callee).startswith(PURE_INTRINSICS):
+                return False
+        elif instruction.opcode not in _PURE:
+            return False
+    return True
+
+
+def _ends(block: Block, label: str) -> bool:
+    """Whether the loop's branch compares an induction of step 1 or -1 with a bound defined before the
+    loop, so that it leaves the loop once the induction reaches the bound."""
+    defined = {instruction.result: instruction for instruction in block.instructions if instruction.result}
+    branch = block.instructions[-1].operands
+    if len(branch) != 3 or branch[0].value not in defined:
+        return False
+    compare = defined[branch[0].value]
+    if compare.opcode != "icmp" or len(compare.operands) != 2:
+        return False
+    predicate, left = compare.operands[0].type, compare.operands[0].value.split()[-1]
+    right = compare.operands[1].text
+    if right in defined:
+        left, right, predicate = right, left, _SWAPPED.get(predicate, "")
+    if right in defined or left not in defined:
+        return False
+    step = _induction_step(defined, left, label)
+    if step is None:
+        return False
+    return predicate in _ENDING[step, bare_name(branch[1].value) == label]
+
+
+def _induction_step(defined: dict[str, Instruction], value: str, label: str) -> int | None:
+    """1 or -1 when `value` is an induction of the loop (its phi, or its phi plus the step) that moves
+    by that step each iteration."""
+    phi = defined.get(value)
+    if phi is not None and phi.opcode != "phi":
+        phi = defined.get(_stepped(defined.get(value)) or "")
+    if phi is None or phi.opcode != "phi":
+        return None
+    incoming = _incoming(phi)
+    following = defined.get(incoming.get(label, ""))
+    if following is None or _stepped(following) != phi.result:
+        return None
+    operands = following.operands
+    constant = operands[1].text if operands[0].value == phi.result else operands[0].value
+    sign = 1 if following.opcode == "add" else -1
+    return {"1": sign, "-1": -sign}.get(constant)
+
+
+def _stepped(instruction: Instruction | None) -> str | None:
+    """The value an `add`/`sub` of a constant steps, or None."""
+    if instruction is None or instruction.opcode not in ("add", "sub") or len(instruction.operands) != 2:
+        return None
+    first, second = instruction.operands[0].value, instruction.operands[1].text
+    if second.lstrip("-").isdigit():
+        return first
+    return second if instruction.opcode == "add" and first.lstrip("-").isdigit() else None
+
+
+def _incoming(phi: Instruction) -> dict[str, str]:
+    """A phi's incoming values by the label (bare) they come from."""
+    tokens = [token for _, token in phi.tokens]
+    found = {}
+    for index, token in enumerate(tokens):
+        if token == "[":
+            close = tokens.index("]", index)
+            found[bare_name(tokens[close - 1])] = " ".join(tokens[index + 1 : close - 2])
+    return found
+
+
+def result_type(instruction: Instruction) -> str | None:
+    """The type of what a pure instruction defines; None where this does not read it (then the loop is
+    left as it is)."""
+    opcode, operands = instruction.opcode, instruction.operands
+    if opcode in _ARITHMETIC or opcode == "insertelement":
+        return operands[0].type
+    if opcode in CASTS:
+        return operands[0].value.partition(" to ")[2].strip() or None
+    if opcode in ("icmp", "fcmp"):
+        compared = parse_type(operands[0].value.rsplit(" ", 1)[0])
+        count = getattr(compared, "count", None)
+        return f"<{count} x i1>" if count else "i1"
+    if opcode == "select":
+        return operands[1].type
+    if opcode == "phi":
+        return _phi_head(instruction).partition(" phi ")[2]
+    return None
+
+
+def _phi_head(phi: Instruction) -> str:
+    """A phi's text up to its first incoming: `%x = phi i32`."""
+    tokens = phi.tokens
+    return text_of(tokens, 0, next(n for n, (_, token) in enumerate(tokens) if token == "["))
+
+
+class Versions:
+    """Puts one loop's tested and checked versions in place, its tests given (`ub_test` of each
+    instruction of the loop that has one, with its names)."""
+
+    def __init__(self, function: Function, loop: Loop, prefix: str) -> None:
+        self.function = function
+        self.loop = loop
+        self.prefix = prefix
+        self.tested = f"{prefix}tested"
+        self.checked = f"{prefix}checked"
+        self.defined = {
+            instruction.result: instruction for instruction in loop.block.instructions if instruction.result
+        }
+        self.names = {bare_name(value): f"{prefix}c.{bare_name(value)}" for value in self.defined}
+        self.names[loop.label] = self.checked
+
+    def leaving_types(self) -> dict[str, str] | None:
+        """The types of the loop's values used after it other than by the exit's phis; None when one
+        is of an instruction `result_type` does not read."""
+        loop_blocks = {id(self.loop.block)}
+        exit_block = self.function.block(self.loop.exit)
+        used: dict[str, str] = {}
+        for block, instruction in self.function.instructions():
+            if id(block) in loop_blocks or (block is exit_block and instruction.opcode == "phi"):
+                continue
+            for _, token in instruction.tokens:
+                if token in self.defined and token not in used:
+                    found = result_type(self.defined[token])
+                    if found is None:
+                        return None
+                    used[token] = found
+        return used
+
+    def make(self, tests: list[tuple[Instruction, UbTest, str]], leaving: dict[str, str]) -> Block:
+        """The versions, from the tests (instruction, test, the names its lines use); the loop's block
+        becomes the tested one, which it returns."""
+        checked = self._clone()
+        block = self.loop.block
+        any_value = f"%{self.prefix}any"
+        previous = any_value
+        edits: dict[Instruction, list[Instruction]] = {}
+        for instruction, test, names in tests:
+            anyone = f"%{names}any"
+            lines = [*test.lines, f"{anyone} = or i1 {previous}, %{names}bad"]
+            edits[instruction] = [*(Instruction(line) for line in lines), *_safe(instruction, test, names)]
+            previous = anyone
+        block.rewrite(edits)
+        block.instructions.insert(
+            0,
+            Instruction(
+                f"{any_value} = phi i1 [ false, {local_name(self.loop.preheader)} ], [ {previous}, "
+                f"{local_name(self.loop.label)} ]"
+            ),
+        )
+        block.instructions[-1] = _relabelled(block.instructions[-1], {self.loop.exit: self.tested})
+        tested = Block(
+            self.tested,
+            [
+                Instruction(
+                    f"br i1 {previous}, label {local_name(self.checked)}, label {local_name(self.loop.exit)}"
+                )
+            ],
+        )
+        exit_block = self.function.block(self.loop.exit)
+        self.function.insert_block(exit_block, tested)
+        self.function.insert_block(exit_block, checked)
+        self._leave(exit_block, leaving)
+        return block
+
+    def _clone(self) -> Block:
+        """The checked copy: every value and the loop's label renamed, entered from the tested block."""
+        renames = {**self.names, self.loop.preheader: self.tested}
+        instructions = [_relabelled(instruction, renames) for instruction in self.loop.block.instructions]
+        instructions[-1] = Instruction(_LOOP_ID.sub("", instructions[-1].text))
+        return Block(self.checked, instructions)
+
+    def _leave(self, exit_block: Block, leaving: dict[str, str]) -> None:
+        """The exit's phis take each value from either version; the loop's other values used after it
+        go through new phis of the exit."""
+        phis = [instruction for instruction in exit_block.instructions if instruction.opcode == "phi"]
+        rest = exit_block.instructions[len(phis) :]
+        outs = {value: f"{self.prefix}out.{bare_name(value)}" for value in leaving}
+        exit_block.instructions = [
+            *(self._either(_phi_head(phi), _incoming(phi)[self.loop.label]) for phi in phis),
+            *(
+                self._either(f"{local_name(outs[value])} = phi {kind}", value)
+                for value, kind in leaving.items()
+            ),
+            *rest,
+        ]
+        renames = {bare_name(value): out for value, out in outs.items()}
+        done = {id(self.loop.block), id(exit_block)}
+        for block in self.function.blocks or []:
+            if id(block) not in done and self.function.label_of(block) not in (self.tested, self.checked):
+                block.instructions = [_relabelled(instruction, renames) for instruction in block.instructions]
+        exit_block.instructions[len(phis) + len(outs) :] = [
+            _relabelled(instruction, renames) for instruction in rest
+        ]
+
+    def _either(self, head: str, value: str) -> Instruction:
+        """`head` (`%x = phi T`) taking `value` from the tested loop and its copy from the checked."""
+        tested, checked = local_name(self.tested), local_name(self.checked)
+        return Instruction(f"{head} [ {value}, {tested} ], [ {self._renamed(value)}, {checked} ]")
+
+    def _renamed(self, value: str) -> str:
+        return local_name(self.names[bare_name(value)]) if value in self.defined else value
+
+
+def _safe(instruction: Instruction, test: UbTest, names: str) -> list[Instruction]:
+    """The instruction as the tested loop runs it: where its test failed, a division by 1, and a shift's
+    or conversion's result (poison then) frozen."""
+    result = instruction.result
+    assert result is not None
+    debug = debug_of(instruction)
+    if test.kind in DIVISIONS:
+        operands = instruction.operands
+        value_type = operands[0].type
+        shape = parse_type(value_type)
+        one = f"splat ({shape.element} 1)" if isinstance(shape, ir.VectorType) else "1"
+        safe = f"%{names}divisor"
+        exact = " exact" if " exact " in instruction.text.split(",")[0] else ""
+        return [
+            Instruction(
+                f"{safe} = select i1 %{names}bad, {value_type} {one}, {value_type} {operands[1].text}"
+            ),
+            Instruction(f"{result} = {test.kind}{exact} {value_type} {operands[0].value}, {safe}{debug}"),
+        ]
+    raw = f"%{names}raw"
+    return [instruction.renamed(raw), Instruction(f"{result} = freeze {test.result_type} {raw}{debug}")]
+
+
+def _relabelled(instruction: Instruction, renames: dict[str, str]) -> Instruction:
+    """`instruction` with each local name (value or label) that `renames` has (bare) renamed."""
+    tokens = instruction.tokens
+    if not any(token[:1] == "%" and bare_name(token) in renames for _, token in tokens):
+        return instruction
+    return Instruction(
+        text_of(
+            [
+                (space, local_name(renames[bare_name(token)]))
+                if token[:1] == "%" and bare_name(token) in renames
+                else (space, token)
+                for space, token in tokens
+            ]
+        )
+    )
