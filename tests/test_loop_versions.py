@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from validation_runs import PLACES, entry, reports, run, words
 
 from lowering.lowered_module import Source
@@ -141,3 +143,55 @@ def test_a_loop_no_test_fails_in_computes_what_the_unchecked_loop_does(place):
     unchecked = run(entry(clean, ["out"]), [8 * INVOCATIONS], INVOCATIONS, place, validate=False)
     assert reports(checked) == []
     assert bytes(checked.data_buffers[0]) == bytes(unchecked.data_buffers[0])
+
+
+_OPCODES = ("add", "sub", "mul", "xor", "and", "udiv", "urem", "sdiv", "srem", "shl", "lshr", "ashr")
+_CONSTANTS = ("0", "1", "-1", "7", "31", "32", "-2147483648")
+
+
+@st.composite
+def _bodies(draw) -> tuple[str, str]:
+    """A random loop body over %id, %i and %acc (i32 ops, some of them undefined for some operands),
+    and the value, besides %acc.next, that the exit uses directly."""
+    values = ["%id", "%i", "%acc"]
+    lines = []
+    for number in range(draw(st.integers(1, 6))):
+        opcode = draw(st.sampled_from(_OPCODES))
+        left, right = (draw(st.sampled_from(values + list(_CONSTANTS))) for _ in range(2))
+        lines.append(f"  %v{number} = {opcode} i32 {left}, {right}\n")
+        values.append(f"%v{number}")
+    lines.append(f"  %acc.next = add i32 %acc, {values[-1]}\n")
+    return "".join(lines), draw(st.sampled_from(values[3:]))
+
+
+def _random_loop(body: str, used: str, exit_test: str) -> str:
+    return (
+        "  br label %loop\nloop:\n"
+        "  %i = phi i32 [ 0, %entry ], [ %i.next, %loop ]\n"
+        "  %acc = phi i32 [ 3, %entry ], [ %acc.next, %loop ]\n"
+        + body
+        + f"  %i.next = add i32 %i, 1\n  %more = {exit_test}\n"
+        "  br i1 %more, label %loop, label %done\ndone:\n"
+        "  %kept = phi i32 [ %acc.next, %loop ]\n"
+        "  %slot = getelementptr i32, ptr addrspace(7) %out, i64 %wide\n"
+        "  store i32 %kept, ptr addrspace(7) %slot\n"
+        f"  %at = add i64 %wide, {INVOCATIONS}\n"
+        "  %slot.used = getelementptr i32, ptr addrspace(7) %out, i64 %at\n"
+        f"  store i32 {used}, ptr addrspace(7) %slot.used\n"
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(_bodies(), st.integers(1, 9))
+def test_random_loops_report_and_compute_what_their_checks_in_place_do(body_used, steps):
+    body, used = body_used
+    versions = entry(_random_loop(body, used, f"icmp ult i32 %i.next, {steps}"), ["out"])
+    in_place = entry(_random_loop(body, used, f"icmp ule i32 %i.next, {steps - 1}"), ["out"])
+    lowered = lower_sources([Source("test.ll", versions)], validate="ub")
+    assert (".tested:" in str(lowered.ir)) == bool(lowered.validation.sites)
+    first = run(versions, [8 * INVOCATIONS], INVOCATIONS, validate="ub")
+    second = run(in_place, [8 * INVOCATIONS], INVOCATIONS, validate="ub")
+    assert [report.document() for report in first.validation] == [
+        report.document() for report in second.validation
+    ]
+    assert bytes(first.data_buffers[0]) == bytes(second.data_buffers[0])
