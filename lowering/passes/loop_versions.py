@@ -38,7 +38,7 @@ from .undefined_behaviour import UbTest
 _ARITHMETIC = INTEGER_ARITHMETIC | FLOAT_ARITHMETIC | {"freeze"}
 _PURE = _ARITHMETIC | CASTS | {"icmp", "fcmp", "select", "phi", "getelementptr", "extractelement"}
 _PURE |= {"insertelement", "br"}
-PURE_INTRINSICS = tuple(
+_PURE_INTRINSICS = tuple(
     f"llvm.{name}."
     for name in "dbg fabs abs smin smax umin umax minnum maxnum fma fmuladd sqrt floor ceil trunc copysign "
     "ctpop ctlz cttz bswap bitreverse fshl fshr".split()
@@ -93,7 +93,7 @@ def _pure(block: Block) -> bool:
     for instruction in block.instructions:
         call = instruction.call()
         if call is not None:
-            if not bare_name(call.callee).startswith(PURE_INTRINSICS):
+            if not bare_name(call.callee).startswith(_PURE_INTRINSICS):
                 return False
         elif instruction.opcode not in _PURE:
             return False
@@ -161,7 +161,7 @@ def _incoming(phi: Instruction) -> dict[str, str]:
     return found
 
 
-def result_type(instruction: Instruction) -> str | None:
+def _result_type(instruction: Instruction) -> str | None:
     """The type of what a pure instruction defines; None where this does not read it (then the loop is
     left as it is)."""
     opcode, operands = instruction.opcode, instruction.operands
@@ -204,7 +204,7 @@ class Versions:
 
     def leaving_types(self) -> dict[str, str] | None:
         """The types of the loop's values used after it other than by the exit's phis; None when one
-        is of an instruction `result_type` does not read."""
+        is of an instruction `_result_type` does not read."""
         loop_blocks = {id(self.loop.block)}
         exit_block = self.function.block(self.loop.exit)
         used: dict[str, str] = {}
@@ -213,7 +213,7 @@ class Versions:
                 continue
             for _, token in instruction.tokens:
                 if token in self.defined and token not in used:
-                    found = result_type(self.defined[token])
+                    found = _result_type(self.defined[token])
                     if found is None:
                         return None
                     used[token] = found

@@ -14,8 +14,10 @@ The classes (`Options.validate`, `metadata.validation.checks_of`):
   (`@lgc.validation.ranges`), behind a one-entry cache per invocation (`validation_helpers.find`). A
   failed check skips the access (a load yields zero), so the invocation goes on.
 - `ub`: before each integer division and remainder, shift and `fptosi`/`fptoui`, a test of its operands
-  (`undefined_behaviour`); a failing one skips the instruction, whose result is then 0. An `unreachable`
-  reached writes its record, then ends the invocation as an abort does: a fence and `llvm.trap`.
+  (`undefined_behaviour`); a failing one skips the instruction, whose result is then 0. A loop of one
+  block without side effects that ends runs with its tests ORed into one flag, then again checked
+  only where one failed (`loop_versions`). An `unreachable` reached writes its record, then ends the
+  invocation as an abort does: a fence and `llvm.trap`.
 - `init` (with `bounds`): a load (atomic, memcpy source) of bytes whose bits in the buffer's shadow are
   clear is reported and goes on; every store (atomic, memset, memcpy destination) sets its bits.
 
