@@ -11,12 +11,16 @@ u64, in columns so that the search over `begin` reads one dense array:
       u64 base;             // the index: the first address its buckets span (0 for an empty table)
       u64 shift;            //   bucket b holds the addresses base + (b << shift) .. + (1 << shift) - 1
       u64 buckets;          //   B, a power of two: about count / RANGES_A_BUCKET
+      u64 granule;          // the validity bitmap: bit j covers base + (j << granule), 1 << granule bytes
+      u64 valid_words;      //   V: the bitmap's words (valid_words(count))
       u64 begin[count];     // first byte
       u64 end[count];       // one past the last byte
       u64 id[count];        // data buffer k: k; the runtime's own buffers: RUNTIME_RANGE + n (below)
       u64 shadow[K];        // with --validate=init: the address of data buffer k's shadow; else 0
       u64 first[B + 1];     // the index: how many ranges begin at or below bucket b's first address;
-    };                      //   first[B] = count (the last bucket takes every address above it too)
+                            //   first[B] = count (the last bucket takes every address above it too)
+      u64 valid[V];         // bit j (bit j % 64 of word j / 64): granule j lies whole inside a range of
+    };                      //   a data buffer (not the runtime's)
 
 The buckets span the tightest run of consecutive ranges that holds DENSE_SHARE of them (from its first
 begin to its last end): a few ranges far from the rest (allocations in another pool, a driver's range
@@ -30,6 +34,12 @@ ranges, a few (RANGES_A_BUCKET on average where they spread evenly), so a miss o
 costs a few loads rather than a binary search of the whole table, and a table whose ranges crowd into
 one bucket still costs no more than the binary search. The index's fields sit in the header, which
 the check reads in one round of loads that do not wait on one another.
+
+An access inside one granule whose bit is set lies inside a data buffer's range: the check reads one
+word of the bitmap (a few KiB that stay in a GPU's L1, where the columns of 10,000 ranges do not) and
+searches only where the bit is clear (an address near a range's ends, outside the bitmap, or wrong).
+The granule is the least power of two that lets V words cover the buckets' span; V grows with the
+ranges, VALID_BITS_A_RANGE bits each, up to MAX_VALID_WORDS.
 
 The runtime's own buffers (printf, abort, the instrumentation counters, validation's table and shadows)
 are in the table so that a report can name them: the shader's own accesses may not touch them. A driver
@@ -52,8 +62,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 WORD_BYTES = 8
-COUNT_WORD, BUFFERS_WORD, BASE_WORD, SHIFT_WORD, BUCKETS_WORD = range(5)  # the header's fields
-HEADER_WORDS = 5
+HEADER_FIELDS = ("count", "buffers", "base", "shift", "buckets", "granule", "valid_words")
+COUNT_WORD, BUFFERS_WORD, BASE_WORD, SHIFT_WORD, BUCKETS_WORD, GRANULE_WORD, VALID_WORDS_WORD = range(
+    len(HEADER_FIELDS)
+)
+HEADER_WORDS = len(HEADER_FIELDS)
 # Ranges a bucket, about (B: the power of two at least the ranges, divided by this). On an H100
 # (`bench_validation.py`, 13a: 10,000 ranges of 6.7 KB, consecutive lanes reading consecutive ranges),
 # the checked kernel took 1.26x the unchecked with a bucket a range, 1.23x with 2 ranges a bucket, 1.21x
@@ -61,6 +74,10 @@ HEADER_WORDS = 5
 # finer buckets spread a warp's reads of `first` over more cache lines; coarser ones, its windows.
 RANGES_A_BUCKET = 4
 DENSE_SHARE = 0.9  # the share of the ranges whose tightest run the buckets span
+VALID_BITS_A_RANGE = 32  # the validity bitmap's bits a range (granules of a 32nd of a range, about)
+MAX_VALID_WORDS = 4096  # 32 KiB
+VALID_WORD_BITS = 64
+VALID_WORD_SHIFT = VALID_WORD_BITS.bit_length() - 1  # granule j's bit is in valid word j >> this
 # Word index of column c's entry p: HEADER_WORDS + c * count + p; shadow[k] after the three columns.
 BEGIN_COLUMN, END_COLUMN, ID_COLUMN, SHADOW_COLUMN = range(4)
 RUNTIME_RANGE = 1 << 32  # ids from here on name the runtime's own buffers, RUNTIME_RANGES in order
@@ -97,18 +114,46 @@ def table_bytes(ranges: Iterable[LiveRange], shadows: Sequence[int] = ()) -> byt
         [found.end for found in ordered],
         [found.id for found in ordered],
     ]
-    base, shift, buckets, first = _index(columns[0], *_span(ordered))
+    span = _span(ordered)
+    base, shift, buckets, first = _index(columns[0], *span)
+    granule, valid = _validity(ordered, *span)
     words = [
         len(ordered),
         len(shadows),
         base,
         shift,
         buckets,
+        granule,
+        len(valid),
         *(word for column in columns for word in column),
         *shadows,
         *first,
+        *valid,
     ]
     return struct.pack(f"<{len(words)}Q", *words)
+
+
+def valid_words(ranges: int) -> int:
+    """V: the validity bitmap's words for `ranges` ranges (VALID_BITS_A_RANGE bits each, at least one
+    word, at most MAX_VALID_WORDS)."""
+    return min(MAX_VALID_WORDS, max(1, -(-ranges * VALID_BITS_A_RANGE // VALID_WORD_BITS)))
+
+
+def _validity(ordered: Sequence[LiveRange], base: int, top: int) -> tuple[int, list[int]]:
+    """The granule and the words of the validity bitmap over `base` .. `top`: bit j set when granule j
+    lies whole inside a data buffer's range."""
+    words = valid_words(len(ordered))
+    granule = max(0, -(-(top - base) // (words * VALID_WORD_BITS)) - 1).bit_length()
+    bits = 0
+    for found in ordered:
+        if found.id >= RUNTIME_RANGE or found.end <= base:
+            continue
+        low = -(-max(found.begin - base, 0) >> granule)  # the first granule that starts inside
+        high = min((found.end - base) >> granule, words * VALID_WORD_BITS)  # past the last that ends inside
+        if high > low:
+            bits |= ((1 << (high - low)) - 1) << low
+    mask = (1 << VALID_WORD_BITS) - 1
+    return granule, [(bits >> (VALID_WORD_BITS * word)) & mask for word in range(words)]
 
 
 def index_buckets(ranges: int) -> int:
@@ -140,7 +185,9 @@ def _index(begins: list[int], base: int, top: int) -> tuple[int, int, int, list[
 
 def table_size(ranges: int, buffers: int) -> int:
     """Bytes of a table of `ranges` ranges and `buffers` data buffers."""
-    return WORD_BYTES * (HEADER_WORDS + SHADOW_COLUMN * ranges + buffers + index_buckets(ranges) + 1)
+    return WORD_BYTES * (
+        HEADER_WORDS + SHADOW_COLUMN * ranges + buffers + index_buckets(ranges) + 1 + valid_words(ranges)
+    )
 
 
 def range_name(found: int, buffer_names: Sequence[str] = ()) -> str:

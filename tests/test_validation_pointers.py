@@ -20,7 +20,7 @@ from validation_runs import PLACES, UNKNOWN, entry, guards_intact, reports, run,
 from lowering.devices.harness import run_sources
 from lowering.ir.building import I64
 from lowering.lowered_module import Source
-from lowering.passes.validation_helpers import define_search
+from lowering.passes.validation_helpers import define_find, define_search
 from lowering.pipeline import lower_sources
 from metadata.live_ranges import BASE_WORD, NO_RANGE, PRINTF_RANGE, LiveRange, table_bytes
 
@@ -253,12 +253,16 @@ def test_the_table_of_live_ranges_is_sorted_into_columns():
     ranges = [LiveRange(300, 310, 2), LiveRange(100, 164, 0), LiveRange(200, 204, PRINTF_RANGE)]
     table = memoryview(table_bytes(ranges, [7000, 8000])).cast("Q").tolist()
     # The header: 3 ranges, 2 data buffers, and the index's base 100, shift 8 and B 1 (4, the power of two
-    # at least 3, over four ranges a bucket): one bucket of 2^8 bytes spans 100 .. 310.
-    header = [3, 2, 100, 8, 1]
+    # at least 3, over four ranges a bucket): one bucket of 2^8 bytes spans 100 .. 310; the bitmap's
+    # granule 2 bytes (2^1) and its 2 words (3 ranges of 32 bits): 128 granules span 100 .. 356.
+    header = [3, 2, 100, 8, 1, 1, 2]
     columns = [100, 200, 300, 164, 204, 310, 0, PRINTF_RANGE, 2, 7000, 8000]
     # One range begins at or below the bucket's first address, 100; then all 3.
     first = [1, 3]
-    assert table == [*header, *columns, *first]
+    # Granules 0..31 lie in buffer 0 (100 .. 164), 100..104 in buffer 2 (300 .. 310); the printf
+    # buffer's, 50 and 51, are not a data buffer's.
+    valid = [(1 << 32) - 1, 0b11111 << (100 - 64)]
+    assert table == [*header, *columns, *first, *valid]
     with pytest.raises(ValueError, match="overlap"):
         table_bytes([LiveRange(0, 10, 0), LiveRange(5, 20, 1)])
 
@@ -336,3 +340,68 @@ def test_ranges_far_from_the_rest_leave_the_buckets_to_the_rest_and_are_still_fo
     probes = {0, start - 1, (1 << 64) - 1, *(begin + delta for begin in begins for delta in (-1, 0, 1, 63))}
     for address in sorted(probes):
         assert search(ctypes.addressof(table), address) == bisect.bisect_right(begins, address) - 1, address
+
+
+@functools.cache
+def _compiled_find() -> Callable[[int, int, int, int], int]:
+    """`define_find` (without shadows) alone, compiled for this machine: (table, cache, address, end)."""
+    module = ir.Module("find")
+    table_type, cache_type = ir.PointerType(), ir.PointerType()
+    search = define_search(module, "search", table_type)
+    find = define_find(module, "find", table_type, cache_type, search, shadows=False)
+    outer = ir.Function(module, ir.FunctionType(I64, [table_type, cache_type, I64, I64]), "find.outer")
+    builder = ir.IRBuilder(outer.append_basic_block())
+    builder.ret(builder.call(find, outer.args))
+    prototype = ctypes.CFUNCTYPE(
+        ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64
+    )
+    return host_function(str(module), "find.outer", prototype)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3000), st.integers(1, 3000), st.sampled_from([0, 1, 2, PRINTF_RANGE])),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from([1, 1 << 30]),
+    st.lists(st.integers(0, 1 << 17), min_size=1, max_size=30),
+    st.sampled_from([1, 4, 8, 16, 300]),
+)
+def test_find_accepts_exactly_the_accesses_inside_one_data_buffers_range(
+    gaps_sizes_ids: list[tuple[int, int, int]], far: int, probes: list[int], size: int
+) -> None:
+    """The compiled `find` over tables of ranges that touch, leave gaps, belong to the runtime, or lie
+    far from the rest (then outside the validity bitmap): an access is accepted (-1) exactly when one
+    range of a data buffer holds it all, whether the bitmap's granule or the search decides; a refused
+    one gives 1 + the position of the last range beginning at or below it, as before the bitmap."""
+    find = _compiled_find()
+    ranges, at = [], 1 << 16
+    for number, (gap, length, found) in enumerate(gaps_sizes_ids):
+        at += gap * (far if number == len(gaps_sizes_ids) - 1 else 1)
+        ranges.append(LiveRange(at, at + length, found))
+        at += length
+    image = table_bytes(ranges)
+    table = ctypes.create_string_buffer(image, len(image))
+    begins = [found.begin for found in ranges]
+    addresses = {
+        0,
+        *(
+            edge + delta
+            for found in ranges
+            for edge in (found.begin, found.end)
+            for delta in (-size, -1, 0, 1)
+        ),
+        *((1 << 16) + probe for probe in probes),
+    }
+    for address in sorted(a for a in addresses if 0 <= a < (1 << 64) - size):
+        cache = (ctypes.c_uint64 * 4)((1 << 64) - 1, 0, 0, 0)
+        inside = any(
+            found.begin <= address and address + size <= found.end and found.id != PRINTF_RANGE
+            for found in ranges
+        )
+        expected = -1 if inside else bisect.bisect_right(begins, address)
+        assert find(ctypes.addressof(table), ctypes.addressof(cache), address, address + size) == expected, (
+            address
+        )

@@ -5,7 +5,8 @@ written bytes (`metadata.live_ranges` has the layout of both).
     find(table, cache, address, end) -> -1 when [address, end) lies in one range of a data buffer,
         else 1 + the position of the nearest range below (0: none). `cache` is the caller's
         `[4 x i64]` stack slot: the last range found (begin, end, shadow, id), per invocation; a hit
-        costs three compares, a miss a search of `begin` through the table's index (`define_search`).
+        costs three compares, a miss one word of the validity bitmap (`_valid`), then where its bit
+        does not accept the access, a search of `begin` through the table's index (`define_search`).
     range_failure(printf, header, invocation, table, address, below): the record of SPEC 13, through
         the printf helper `writer`: the address, the range below (id, end) and above (id, begin).
     shadow_check(shadow, offset, bytes) -> the offset of the first byte of [offset, offset+bytes) whose
@@ -30,6 +31,7 @@ from metadata.live_ranges import (
     BUFFERS_WORD,
     COUNT_WORD,
     END_COLUMN,
+    GRANULE_WORD,
     HEADER_WORDS,
     ID_COLUMN,
     NO_RANGE,
@@ -38,6 +40,9 @@ from metadata.live_ranges import (
     SHADOW_WORD_BITS,
     SHADOW_WORD_SHIFT,
     SHIFT_WORD,
+    VALID_WORD_BITS,
+    VALID_WORD_SHIFT,
+    VALID_WORDS_WORD,
 )
 
 from ..ir.building import I32, I64, constant, declared, internal_function
@@ -147,8 +152,8 @@ def define_find(
     parameters = [(table_type, "table"), (cache_type, "cache"), (I64, "address"), (I64, "end")]
     function = internal_function(module, name, I64, parameters, _ATTRIBUTES)
     table, cache, address, end = function.args
-    labels = ("start", "miss", "probe", "update", "fail", "hit")
-    start, miss, probe, update, fail, hit = (function.append_basic_block(label) for label in labels)
+    labels = ("start", "miss", "probe", "update", "fail", "hit", "valid")
+    start, miss, probe, update, fail, hit, valid = (function.append_basic_block(label) for label in labels)
     builder = ir.IRBuilder(start)
 
     def slot(index: int) -> ir.Value:
@@ -162,6 +167,10 @@ def define_find(
     )
     builder.cbranch(builder.and_(inside, forward, name="cached"), hit, miss)
     builder.position_at_end(miss)
+    if not shadows:  # a range found for its shadow needs its position: the search finds it
+        searching = function.append_basic_block("search")
+        builder.cbranch(builder.and_(_valid(builder, table, address, end), forward), valid, searching)
+        builder.position_at_end(searching)
     position = builder.call(search, [table, address], name="position")
     count = _word(builder, table, constant(COUNT_WORD), "count")
     builder.cbranch(builder.icmp_signed(">=", position, constant(0)), probe, fail)
@@ -183,7 +192,32 @@ def define_find(
     builder.ret(builder.add(position, constant(1), name="status"))
     builder.position_at_end(hit)
     builder.ret(constant(-1))
+    builder.position_at_end(valid)
+    builder.ret(constant(-1))
     return function
+
+
+def _valid(builder: ir.IRBuilder, table: ir.Value, address: ir.Value, end: ir.Value) -> ir.Value:
+    """Whether [address, end) lies in one granule whose bit of the validity bitmap is set: inside a data
+    buffer's range. A granule past the bitmap reads word 0, and counts for nothing."""
+    count = _word(builder, table, constant(COUNT_WORD), "count")
+    buffers = _word(builder, table, constant(BUFFERS_WORD), "buffers")
+    base = _word(builder, table, constant(BASE_WORD), "index.base")
+    buckets = _word(builder, table, constant(BUCKETS_WORD), "index.buckets")
+    granule = _word(builder, table, constant(GRANULE_WORD), "granule")
+    words = _word(builder, table, constant(VALID_WORDS_WORD), "valid.words")
+    offset = builder.sub(address, base, name="valid.offset")
+    at = builder.lshr(offset, granule, name="granule.at")
+    last = builder.lshr(builder.sub(builder.sub(end, constant(1)), base), granule, name="granule.last")
+    word = builder.lshr(at, constant(VALID_WORD_SHIFT), name="valid.word")
+    above = builder.icmp_unsigned(">=", address, base)
+    covered = builder.and_(above, builder.icmp_unsigned("<", word, words))
+    one = builder.and_(covered, builder.icmp_unsigned("==", at, last), name="one.granule")
+    first = builder.add(_column(count, SHADOW_COLUMN, buffers, builder), builder.add(buckets, constant(1)))
+    bits = _word(builder, table, builder.add(first, builder.select(one, word, constant(0))), "valid.bits")
+    within = builder.and_(at, constant(VALID_WORD_BITS - 1))
+    bit = builder.trunc(builder.lshr(bits, within), ir.IntType(1), name="valid.bit")
+    return builder.and_(one, bit, name="valid")
 
 
 def _shadow_of(builder: ir.IRBuilder, table: ir.Value, count: ir.Value, found: ir.Value) -> ir.Value:

@@ -17,7 +17,8 @@ SPEC 13's checks, beside them (`--part 13` runs only these; `--part 11` only the
   (13a) the memory-bound kernel reading through pointers loaded from a table, each into one of
       RANGES = 10,000 live ranges (`in[id]` becomes `table[id % RANGES][id / RANGES]`): with `--validate`
       every load through a loaded pointer is checked against the table of live ranges (a miss of the
-      one-entry cache, then a binary search, for every invocation) against the same kernel unchecked;
+      one-entry cache for every invocation, then the validity bitmap or the search) against the same
+      kernel unchecked;
   (13b) `--validate=ub` on a compute-bound kernel whose loop divides, shifts and converts (a
       division by a loop-varying divisor, a shift by a loop-varying amount, an `fptosi`: three tests an
       iteration, none failing) against the same kernel unchecked;
