@@ -46,8 +46,18 @@ done:
   %slot.last = getelementptr i32, ptr addrspace(7) %out, i64 %at
   store i32 %last, ptr addrspace(7) %slot.last
 """.replace("{STEPS}", str(STEPS)).replace("{INVOCATIONS}", str(INVOCATIONS))
-# The same loop with an exit test the versions do not take (`ule` ends only below the type's top).
-IN_PLACE = LOOP.replace(f"icmp ult i32 %i.next, {STEPS}", f"icmp ule i32 %i.next, {STEPS - 1}")
+
+
+# A bound known only at run time (STEPS here: ids are below 2^31), which the versions do not take: it
+# could be 2^32 iterations away.
+def run_time_bound(steps: int) -> str:
+    return f"  %top = lshr i32 %id, 31\n  %bound = add i32 %top, {steps}\n"
+
+
+# The same loop with that bound: checked in place.
+IN_PLACE = run_time_bound(STEPS) + LOOP.replace(
+    f"icmp ult i32 %i.next, {STEPS}", "icmp ult i32 %i.next, %bound"
+)
 
 
 def lowered(body: str) -> str:
@@ -80,7 +90,7 @@ def oracle() -> tuple[dict[str, list[int]], list[int]]:
     return failed, sums + lasts
 
 
-def test_a_pure_counted_loop_gets_a_tested_and_a_checked_version():
+def test_a_pure_loop_of_a_constant_trip_count_gets_a_tested_and_a_checked_version():
     text = lowered(LOOP)
     assert text.count(".tested:") == 1 and text.count(".checked:") == 1
     assert text.count("freeze i32") == 2  # the shift's and the conversion's results
@@ -88,32 +98,54 @@ def test_a_pure_counted_loop_gets_a_tested_and_a_checked_version():
 
 
 @pytest.mark.parametrize(
-    "change",
+    "changes",
     [
         pytest.param(
-            ("%u = add i32 %t, %c\n", "%u = add i32 %t, %c\n  store i32 %u, ptr addrspace(7) %out\n"),
+            [("%u = add i32 %t, %c\n", "%u = add i32 %t, %c\n  store i32 %u, ptr addrspace(7) %out\n")],
             id="store",
         ),
-        pytest.param(("%i.next = add i32 %i, 1", "%i.next = add i32 %i, 2"), id="step-2"),
-        pytest.param((f"icmp ult i32 %i.next, {STEPS}", "icmp ult i32 %i.next, %acc"), id="bound-in-loop"),
-        pytest.param((f"icmp ult i32 %i.next, {STEPS}", f"icmp ule i32 %i.next, {STEPS}"), id="ule"),
-        pytest.param((f"icmp ult i32 %i.next, {STEPS}", f"icmp ugt i32 %i.next, {STEPS}"), id="wrong-way"),
+        pytest.param([("%i.next = add i32 %i, 1", "%i.next = add i32 %i, 2")], id="step-2"),
+        pytest.param([(f"icmp ult i32 %i.next, {STEPS}", "icmp ult i32 %i.next, %acc")], id="bound-in-loop"),
+        pytest.param([(f"icmp ult i32 %i.next, {STEPS}", "icmp ult i32 %i.next, 100000")], id="too-many"),
+        pytest.param(  # from 9 up to 8 by ones: 2^32 - 1 iterations
+            [
+                ("%i = phi i32 [ 0,", "%i = phi i32 [ 9,"),
+                (f"icmp ult i32 %i.next, {STEPS}", "icmp ne i32 %i.next, 8"),
+            ],
+            id="past-the-bound",
+        ),
     ],
 )
-def test_loops_that_may_not_end_or_have_side_effects_are_checked_in_place(change):
-    old, new = change
-    assert old in LOOP
-    text = lowered(LOOP.replace(old, new))
-    assert ".tested:" not in text and ".v" in text
+def test_loops_that_may_not_end_soon_or_have_side_effects_are_checked_in_place(changes):
+    text = LOOP
+    for old, new in changes:
+        assert old in text
+        text = text.replace(old, new)
+    assert ".tested:" not in lowered(text) and ".v" in lowered(text)
 
 
-def test_a_bound_on_the_left_and_a_downward_induction_are_taken():
-    swapped = LOOP.replace(f"icmp ult i32 %i.next, {STEPS}", f"icmp ugt i32 {STEPS}, %i.next")
-    assert ".tested:" in lowered(swapped)
+@pytest.mark.parametrize(
+    "exit_test",
+    [
+        f"icmp ugt i32 {STEPS}, %i.next",  # the bound on the left
+        f"icmp ule i32 %i.next, {STEPS - 1}",
+        f"icmp ne i32 %i.next, {STEPS}",
+        f"icmp slt i32 %i, {STEPS - 1}",  # the phi rather than its step
+    ],
+)
+def test_exits_that_end_the_loop_within_the_limit_are_taken(exit_test):
+    assert ".tested:" in lowered(LOOP.replace(f"icmp ult i32 %i.next, {STEPS}", exit_test))
+
+
+def test_a_downward_induction_and_an_inverted_branch_are_taken():
     downward = LOOP.replace("%i = phi i32 [ 0,", f"%i = phi i32 [ {STEPS},").replace(
         "%i.next = add i32 %i, 1", "%i.next = sub i32 %i, 1"
     )
     assert ".tested:" in lowered(downward.replace(f"icmp ult i32 %i.next, {STEPS}", "icmp ne i32 %i.next, 0"))
+    inverted = LOOP.replace(f"icmp ult i32 %i.next, {STEPS}", f"icmp eq i32 %i.next, {STEPS}").replace(
+        "br i1 %more, label %loop, label %done", "br i1 %more, label %done, label %loop"
+    )
+    assert ".tested:" in lowered(inverted)
 
 
 @pytest.mark.parametrize("place", PLACES)
@@ -186,7 +218,9 @@ def _random_loop(body: str, used: str, exit_test: str) -> str:
 def test_random_loops_report_and_compute_what_their_checks_in_place_do(body_used, steps):
     body, used = body_used
     versions = entry(_random_loop(body, used, f"icmp ult i32 %i.next, {steps}"), ["out"])
-    in_place = entry(_random_loop(body, used, f"icmp ule i32 %i.next, {steps - 1}"), ["out"])
+    in_place = entry(
+        run_time_bound(steps) + _random_loop(body, used, "icmp ult i32 %i.next, %bound"), ["out"]
+    )
     lowered = lower_sources([Source("test.ll", versions)], validate="ub")
     assert (".tested:" in str(lowered.ir)) == bool(lowered.validation.sites)
     first = run(versions, [8 * INVOCATIONS], INVOCATIONS, validate="ub")
@@ -195,3 +229,87 @@ def test_random_loops_report_and_compute_what_their_checks_in_place_do(body_used
         report.document() for report in second.validation
     ]
     assert bytes(first.data_buffers[0]) == bytes(second.data_buffers[0])
+
+
+BRANCHES = """  %c = icmp ult i32 %id, 3
+  br i1 %c, label %loop, label %other
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i.next, %loop ]
+  %d = urem i32 %i, 3
+  %q = udiv i32 100, %d
+  %i.next = add i32 %i, 1
+  %more = icmp ult i32 %i.next, 4
+  br i1 %more, label %loop, label %done
+other:
+  %e = sub i32 %id, 5
+  %z = sdiv i32 100, %e
+  br label %join
+done:
+  br label %join
+join:
+  %r = phi i32 [ %q, %done ], [ %z, %other ]
+  %slot = getelementptr i32, ptr addrspace(7) %out, i64 %wide
+  store i32 %r, ptr addrspace(7) %slot
+"""
+
+
+def test_the_checked_copy_keeps_the_sites_in_the_order_of_the_code():
+    """The loop's exit comes after another block with a check: the checked copy still comes first."""
+    versions = run(entry(BRANCHES, ["out"]), [4 * 8], 8, validate="ub")
+    in_place = run(
+        entry(
+            run_time_bound(4) + BRANCHES.replace("icmp ult i32 %i.next, 4", "icmp ult i32 %i.next, %bound"),
+            ["out"],
+        ),
+        [4 * 8],
+        8,
+        validate="ub",
+    )
+    assert ".tested:" in lowered(BRANCHES)
+    assert (
+        reports(versions) == reports(in_place) == [("ub", "udiv", "main", 6, 0), ("ub", "sdiv", "main", 1, 5)]
+    )
+
+
+def test_a_loop_entered_twice_from_one_block_is_checked_in_place():
+    twice = BRANCHES.replace(
+        "br i1 %c, label %loop, label %other", "switch i32 %id, label %loop [ i32 3, label %loop ]"
+    )
+    twice = twice.replace("[ 0, %entry ], [ %i.next", "[ 0, %entry ], [ 0, %entry ], [ %i.next")
+    text = lowered(twice)
+    assert ".tested:" not in text and ".v" in text
+
+
+NUMBERED = """  br label %0
+0:
+  %1 = phi i32 [ 0, %entry ], [ %5, %0 ]
+  %2 = add i32 %id, %1
+  %3 = urem i32 %2, 3
+  %4 = udiv i32 100, %3
+  %5 = add i32 %1, 1
+  %6 = icmp ult i32 %5, 4
+  br i1 %6, label %0, label %7
+7:
+  %8 = add i32 %4, %3
+  %slot = getelementptr i32, ptr addrspace(7) %out, i64 %wide
+  store i32 %8, ptr addrspace(7) %slot
+"""
+
+
+def test_a_loop_of_numbered_values_and_blocks_is_checked_both_ways():
+    """LLVM prints unnamed values and blocks by number (`%0`, `0:`): the checks, in place and in the
+    versions, keep them numbered rather than naming them "0"."""
+    in_place = entry(
+        run_time_bound(4) + NUMBERED.replace("icmp ult i32 %5, 4", "icmp ult i32 %5, %bound"), ["out"]
+    )
+    found = [
+        run(entry(NUMBERED, ["out"]), [4 * 6], 6, validate="ub"),
+        run(in_place, [4 * 6], 6, validate="ub"),
+    ]
+    assert ".tested:" in lowered(NUMBERED) and ".tested:" not in str(
+        lower_sources([Source("test.ll", in_place)], validate="ub").ir
+    )
+    failing = [n for n in range(6) if any((n + i) % 3 == 0 for i in range(4))]
+    counts = sum(1 for n in range(6) for i in range(4) if (n + i) % 3 == 0)
+    assert reports(found[0]) == reports(found[1]) == [("ub", "udiv", "main", counts, failing[0])]
+    assert bytes(found[0].data_buffers[0]) == bytes(found[1].data_buffers[0])

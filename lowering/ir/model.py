@@ -219,8 +219,9 @@ class CallSite:
 
 
 def local_name(bare: str) -> str:
-    """The printed form of the local `bare` (`%x`, `%"a b"`)."""
-    return "%" + global_name(bare)[1:]
+    """The printed form of the local `bare` (`%x`, `%"a b"`, and `%0` for an unnamed one: LLVM numbers
+    the values and blocks it prints without a name)."""
+    return f"%{bare}" if bare.isdigit() else "%" + global_name(bare)[1:]
 
 
 class Block:

@@ -3,8 +3,8 @@
 A test that branches to a report in every iteration keeps a GPU's compiler from unrolling and
 interleaving the loop (ptxas unrolled the unchecked loop of `bench_validation.py` 13b eight times and
 left the checked one rolled: 1.14x). A loop of one block with no side effect (no memory access, no call
-but of the pure intrinsics below) and an induction that ends it (a step of 1 or -1 towards a bound set
-before the loop) is therefore run twice when it must be:
+but of the pure intrinsics below) whose induction, a step of 1 or -1 from a constant compared with a
+constant, ends it within MAX_ITERATIONS is therefore run twice when it must be:
 
     preheader -> loop:    the instructions made safe (a divisor 1 where its test failed, a shift's or a
                           conversion's result frozen), every test ORed into `any`
@@ -15,45 +15,53 @@ before the loop) is therefore run twice when it must be:
 
 The loop has no side effect and computes from its starting values alone, so the checked run makes the
 same iterations with the same operands: the records, their values and the values after the loop are
-those of the checked loop alone. The loop ends, so a failure is reported after a bounded delay and not
-lost to a loop that never ends.
+those of the checked loop alone, and the checked copy sits where the loop's checks would, so the sites
+keep their order. The trip count is a constant of at most MAX_ITERATIONS, so a failure is reported
+after a bounded delay and not lost to a loop that runs for ever (a bound known only at run time may be
+2^64 iterations away: such a loop is checked in place).
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
 from metadata.validation_checks import DIVISIONS
 
-from ..ir.lexer import bare_name, text_of
+from ..ir.lexer import bare_name, text_of, tokenize
 from ..ir.model import Block, Function, Instruction, local_name
 from ..ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
 from ..ir.types import parse_type
 from .guards import debug_of
 from .undefined_behaviour import UbTest
 
+MAX_ITERATIONS = 1 << 16
 _ARITHMETIC = INTEGER_ARITHMETIC | FLOAT_ARITHMETIC | {"freeze"}
-_PURE = _ARITHMETIC | CASTS | {"icmp", "fcmp", "select", "phi", "getelementptr", "extractelement"}
-_PURE |= {"insertelement", "br"}
+_PURE = (
+    _ARITHMETIC
+    | CASTS
+    | {"icmp", "fcmp", "select", "phi", "getelementptr", "extractelement", "insertelement", "br"}
+)
 _PURE_INTRINSICS = tuple(
     f"llvm.{name}."
-    for name in "dbg fabs abs smin smax umin umax minnum maxnum fma fmuladd sqrt floor ceil trunc copysign "
+    for name in "fabs abs smin smax umin umax minnum maxnum fma fmuladd sqrt floor ceil trunc copysign "
     "ctpop ctlz cttz bswap bitreverse fshl fshr".split()
 )
-# The compares of an induction with its bound that end the loop once the induction reaches the bound
-# (which a step of 1 or -1 does), by (step, whether the loop goes on when the compare is true).
-_ENDING = {
-    (1, True): frozenset({"ult", "slt", "ne"}),
-    (1, False): frozenset({"uge", "sge", "eq"}),
-    (-1, True): frozenset({"ugt", "sgt", "ne"}),
-    (-1, False): frozenset({"ule", "sle", "eq"}),
+_DEBUG_RECORD = "#dbg_"  # `#dbg_value(...)`: debug records, which run nothing
+# An integer compare as a Python test of its operands' values (the signed ones read as signed first).
+_UNSIGNED_COMPARES: dict[str, Callable[[int, int], bool]] = {
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "ult": lambda a, b: a < b,
+    "ule": lambda a, b: a <= b,
+    "ugt": lambda a, b: a > b,
+    "uge": lambda a, b: a >= b,
 }
-_MIRRORED = {"ult": "ugt", "ule": "uge", "slt": "sgt", "sle": "sge", "eq": "eq", "ne": "ne"}
-_SWAPPED = _MIRRORED | {mirrored: predicate for predicate, mirrored in _MIRRORED.items()}
-_LOOP_ID = re.compile(r", !llvm\.loop !\d+")
+_COMPARES = _UNSIGNED_COMPARES | {
+    f"s{name[1:]}": compare for name, compare in _UNSIGNED_COMPARES.items() if name[0] == "u"
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +75,8 @@ class Loop:
 
 
 def versionable_loops(function: Function) -> list[Loop]:
-    """The loops of one block in `function` that can run twice: without side effects, ending, entered
-    from one block and left to a block entered from nowhere else."""
+    """The loops of one block in `function` that can run twice: without side effects, ending within
+    MAX_ITERATIONS, entered from one block and left to a block entered from nowhere else."""
     blocks = function.blocks or []
     predecessors: dict[str, list[str]] = {}
     for block in blocks:
@@ -81,16 +89,20 @@ def versionable_loops(function: Function) -> list[Loop]:
         if len(successors) != 2 or label not in successors or successors[0] == successors[1]:
             continue
         exit_label = successors[1 - successors.index(label)]
-        entering = {found for found in predecessors.get(label, []) if found != label}
+        entering = [found for found in predecessors.get(label, []) if found != label]
         if len(entering) != 1 or predecessors.get(exit_label) != [label]:
             continue
-        if _pure(block) and _ends(block, label):
-            loops.append(Loop(block, label, entering.pop(), exit_label))
+        if _pure(block) and _trip_count(block, label) is not None:
+            loops.append(Loop(block, label, entering[0], exit_label))
     return loops
 
 
 def _pure(block: Block) -> bool:
+    """Whether running the block has no effect but its values: no memory access, no call but of a pure
+    intrinsic."""
     for instruction in block.instructions:
+        if instruction.text.startswith(_DEBUG_RECORD):
+            continue
         call = instruction.call()
         if call is not None:
             if not bare_name(call.callee).startswith(_PURE_INTRINSICS):
@@ -100,44 +112,60 @@ def _pure(block: Block) -> bool:
     return True
 
 
-def _ends(block: Block, label: str) -> bool:
-    """Whether the loop's branch compares an induction of step 1 or -1 with a bound defined before the
-    loop, so that it leaves the loop once the induction reaches the bound."""
+def _trip_count(block: Block, label: str) -> int | None:
+    """How many times the loop runs when its branch compares an induction (its phi, or the phi stepped)
+    of step 1 or -1 from a constant with a constant, and leaves within MAX_ITERATIONS; else None."""
     defined = {instruction.result: instruction for instruction in block.instructions if instruction.result}
     branch = block.instructions[-1].operands
-    if len(branch) != 3 or branch[0].value not in defined:
-        return False
-    compare = defined[branch[0].value]
-    if compare.opcode != "icmp" or len(compare.operands) != 2:
-        return False
-    predicate, left = compare.operands[0].type, compare.operands[0].value.split()[-1]
-    right = compare.operands[1].text
-    if right in defined:
-        left, right, predicate = right, left, _SWAPPED.get(predicate, "")
-    if right in defined or left not in defined:
-        return False
-    step = _induction_step(defined, left, label)
-    if step is None:
-        return False
-    return predicate in _ENDING[step, bare_name(branch[1].value) == label]
+    compare = defined.get(branch[0].value) if len(branch) == 3 else None
+    if compare is None or compare.opcode != "icmp" or len(compare.operands) != 2:
+        return None
+    predicate, left, right = (
+        compare.operands[0].type,
+        _last_token(compare.operands[0].value),
+        compare.operands[1].text,
+    )
+    on_left = left in defined
+    induction = _induction(defined, left if on_left else right, label)
+    bound = right if on_left else left
+    if induction is None or bound in defined or not _is_integer(bound) or predicate not in _COMPARES:
+        return None
+    start, step, stepped, width = induction
+    modulus, goes_on = 1 << width, bare_name(branch[1].value) == label
+    value, limit = start % modulus, int(bound) % modulus
+    for count in range(1, MAX_ITERATIONS + 1):
+        following = (value + step) % modulus
+        compared = following if stepped else value
+        first, second = (compared, limit) if on_left else (limit, compared)
+        if predicate[0] == "s":
+            first, second = _signed(first, width), _signed(second, width)
+        if _COMPARES[predicate](first, second) != goes_on:
+            return count
+        value = following
+    return None
 
 
-def _induction_step(defined: dict[str, Instruction], value: str, label: str) -> int | None:
-    """1 or -1 when `value` is an induction of the loop (its phi, or its phi plus the step) that moves
-    by that step each iteration."""
-    phi = defined.get(value)
-    if phi is not None and phi.opcode != "phi":
-        phi = defined.get(_stepped(defined.get(value)) or "")
+def _induction(defined: dict[str, Instruction], value: str, label: str) -> tuple[int, int, bool, int] | None:
+    """When `value` is the loop's phi of a constant start, or that phi stepped, stepping by 1 or -1:
+    (start, step, whether `value` is the stepped one, the width in bits); else None."""
+    found = defined.get(value)
+    stepped = found is not None and found.opcode != "phi"
+    phi = defined.get(_stepped(found) or "") if stepped else found
     if phi is None or phi.opcode != "phi":
         return None
     incoming = _incoming(phi)
     following = defined.get(incoming.get(label, ""))
-    if following is None or _stepped(following) != phi.result:
+    if following is None or _stepped(following) != phi.result or (stepped and following is not found):
+        return None
+    starts = [start for source, start in incoming.items() if source != label]
+    width = _phi_head(phi).partition(" phi ")[2]
+    if len(starts) != 1 or not _is_integer(starts[0]) or not (width[:1] == "i" and width[1:].isdigit()):
         return None
     operands = following.operands
     constant = operands[1].text if operands[0].value == phi.result else operands[0].value
     sign = 1 if following.opcode == "add" else -1
-    return {"1": sign, "-1": -sign}.get(constant)
+    step = {"1": sign, "-1": -sign}.get(constant)
+    return None if step is None else (int(starts[0]), step, stepped, int(width[1:]))
 
 
 def _stepped(instruction: Instruction | None) -> str | None:
@@ -145,9 +173,21 @@ def _stepped(instruction: Instruction | None) -> str | None:
     if instruction is None or instruction.opcode not in ("add", "sub") or len(instruction.operands) != 2:
         return None
     first, second = instruction.operands[0].value, instruction.operands[1].text
-    if second.lstrip("-").isdigit():
+    if _is_integer(second):
         return first
-    return second if instruction.opcode == "add" and first.lstrip("-").isdigit() else None
+    return second if instruction.opcode == "add" and _is_integer(first) else None
+
+
+def _is_integer(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _signed(value: int, width: int) -> int:
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def _last_token(text: str) -> str:
+    return tokenize(text)[-1][1]
 
 
 def _incoming(phi: Instruction) -> dict[str, str]:
@@ -205,11 +245,10 @@ class Versions:
     def leaving_types(self) -> dict[str, str] | None:
         """The types of the loop's values used after it other than by the exit's phis; None when one
         is of an instruction `_result_type` does not read."""
-        loop_blocks = {id(self.loop.block)}
         exit_block = self.function.block(self.loop.exit)
         used: dict[str, str] = {}
         for block, instruction in self.function.instructions():
-            if id(block) in loop_blocks or (block is exit_block and instruction.opcode == "phi"):
+            if block is self.loop.block or (block is exit_block and instruction.opcode == "phi"):
                 continue
             for _, token in instruction.tokens:
                 if token in self.defined and token not in used:
@@ -229,7 +268,11 @@ class Versions:
         edits: dict[Instruction, list[Instruction]] = {}
         for instruction, test, names in tests:
             anyone = f"%{names}any"
-            lines = [*test.lines, f"{anyone} = or i1 {previous}, %{names}bad"]
+            lines = [
+                *test.lines,
+                f"%{names}bad.frozen = freeze i1 %{names}bad",  # a test of a poison operand: true or false
+                f"{anyone} = or i1 {previous}, %{names}bad.frozen",
+            ]
             edits[instruction] = [*(Instruction(line) for line in lines), *_safe(instruction, test, names)]
             previous = anyone
         block.rewrite(edits)
@@ -249,17 +292,16 @@ class Versions:
                 )
             ],
         )
-        exit_block = self.function.block(self.loop.exit)
-        self.function.insert_block(exit_block, tested)
-        self.function.insert_block(exit_block, checked)
-        self._leave(exit_block, leaving)
+        blocks = self.function.blocks or []
+        blocks[blocks.index(block) + 1 : blocks.index(block) + 1] = [tested, checked]
+        self._leave(self.function.block(self.loop.exit), leaving)
         return block
 
     def _clone(self) -> Block:
         """The checked copy: every value and the loop's label renamed, entered from the tested block."""
         renames = {**self.names, self.loop.preheader: self.tested}
         instructions = [_relabelled(instruction, renames) for instruction in self.loop.block.instructions]
-        instructions[-1] = Instruction(_LOOP_ID.sub("", instructions[-1].text))
+        instructions[-1] = _without_loop_id(instructions[-1])
         return Block(self.checked, instructions)
 
     def _leave(self, exit_block: Block, leaving: dict[str, str]) -> None:
@@ -291,6 +333,7 @@ class Versions:
         return Instruction(f"{head} [ {value}, {tested} ], [ {self._renamed(value)}, {checked} ]")
 
     def _renamed(self, value: str) -> str:
+        """The checked copy's name of a value of the loop; any other value as it is."""
         return local_name(self.names[bare_name(value)]) if value in self.defined else value
 
 
@@ -306,7 +349,7 @@ def _safe(instruction: Instruction, test: UbTest, names: str) -> list[Instructio
         shape = parse_type(value_type)
         one = f"splat ({shape.element} 1)" if isinstance(shape, ir.VectorType) else "1"
         safe = f"%{names}divisor"
-        exact = " exact" if " exact " in instruction.text.split(",")[0] else ""
+        exact = " exact" if any(token == "exact" for _, token in instruction.tokens[:4]) else ""
         return [
             Instruction(
                 f"{safe} = select i1 %{names}bad, {value_type} {one}, {value_type} {operands[1].text}"
@@ -332,3 +375,12 @@ def _relabelled(instruction: Instruction, renames: dict[str, str]) -> Instructio
             ]
         )
     )
+
+
+def _without_loop_id(branch: Instruction) -> Instruction:
+    """The branch without its `!llvm.loop` attachment: the loop's id names one loop, the original."""
+    tokens = branch.tokens
+    at = next((n for n, (_, token) in enumerate(tokens) if token == "!llvm.loop"), None)
+    if at is None:
+        return branch
+    return Instruction(text_of(tokens[: at - 1] + tokens[at + 2 :]))

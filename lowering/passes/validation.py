@@ -387,8 +387,12 @@ class _Instrumentation(_AccessChecks):
         if self.context.options.instrument:
             return set()
         tested = set()
+        definitions = _definitions(function)
         for loop in versionable_loops(function):
-            definitions = _definitions(function)
+            versions = Versions(function, loop, self._names())
+            leaving = versions.leaving_types()
+            if leaving is None:
+                continue
             tests = []
             for instruction in loop.block.instructions:
                 if instruction.opcode in UB_OPCODES:
@@ -396,9 +400,7 @@ class _Instrumentation(_AccessChecks):
                     test = ub_test(instruction, names, definitions)
                     if test is not None:
                         tests.append((instruction, test, names))
-            versions = Versions(function, loop, self._names())
-            leaving = versions.leaving_types()
-            if tests and leaving is not None:
+            if tests:
                 tested.add(id(versions.make(tests, leaving)))
         return tested
 

@@ -152,8 +152,8 @@ def define_find(
     parameters = [(table_type, "table"), (cache_type, "cache"), (I64, "address"), (I64, "end")]
     function = internal_function(module, name, I64, parameters, _ATTRIBUTES)
     table, cache, address, end = function.args
-    labels = ("start", "miss", "probe", "update", "fail", "hit", "valid")
-    start, miss, probe, update, fail, hit, valid = (function.append_basic_block(label) for label in labels)
+    labels = ("start", "miss", "probe", "update", "fail", "hit")
+    start, miss, probe, update, fail, hit = (function.append_basic_block(label) for label in labels)
     builder = ir.IRBuilder(start)
 
     def slot(index: int) -> ir.Value:
@@ -169,7 +169,7 @@ def define_find(
     builder.position_at_end(miss)
     if not shadows:  # a range found for its shadow needs its position: the search finds it
         searching = function.append_basic_block("search")
-        builder.cbranch(builder.and_(_valid(builder, table, address, end), forward), valid, searching)
+        builder.cbranch(builder.and_(_valid(builder, table, address, end), forward), hit, searching)
         builder.position_at_end(searching)
     position = builder.call(search, [table, address], name="position")
     count = _word(builder, table, constant(COUNT_WORD), "count")
@@ -192,8 +192,6 @@ def define_find(
     builder.ret(builder.add(position, constant(1), name="status"))
     builder.position_at_end(hit)
     builder.ret(constant(-1))
-    builder.position_at_end(valid)
-    builder.ret(constant(-1))
     return function
 
 
@@ -213,8 +211,8 @@ def _valid(builder: ir.IRBuilder, table: ir.Value, address: ir.Value, end: ir.Va
     above = builder.icmp_unsigned(">=", address, base)
     covered = builder.and_(above, builder.icmp_unsigned("<", word, words))
     one = builder.and_(covered, builder.icmp_unsigned("==", at, last), name="one.granule")
-    first = builder.add(_column(count, SHADOW_COLUMN, buffers, builder), builder.add(buckets, constant(1)))
-    bits = _word(builder, table, builder.add(first, builder.select(one, word, constant(0))), "valid.bits")
+    valid = builder.add(_column(count, SHADOW_COLUMN, buffers, builder), builder.add(buckets, constant(1)))
+    bits = _word(builder, table, builder.add(valid, builder.select(one, word, constant(0))), "valid.bits")
     within = builder.and_(at, constant(VALID_WORD_BITS - 1))
     bit = builder.trunc(builder.lshr(bits, within), ir.IntType(1), name="valid.bit")
     return builder.and_(one, bit, name="valid")
