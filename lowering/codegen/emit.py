@@ -16,6 +16,7 @@ from ..targets.machines import (
     target_machine,
 )
 from .isolation import isolated
+from .ptx_tails import copy_returning_tails
 
 
 def compile_object(lowered: LoweredModule, cpu: str | None = None, *, source: str = "<lowered>") -> bytes:
@@ -50,4 +51,5 @@ def _assembly(lowered: LoweredModule, cpu: str | None, source: str) -> str:
     machine = target_machine(lowered.target, cpu)
     module = parse_source(source, lowered.ir)
     optimize(module, machine)
-    return machine.emit_assembly(module)
+    assembly = machine.emit_assembly(module)
+    return copy_returning_tails(assembly) if lowered.target.name == "nvptx" else assembly

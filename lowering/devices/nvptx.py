@@ -20,6 +20,7 @@ from collections.abc import Collection, Sequence
 import llvmlite.binding as llvm
 
 from ..codegen.isolation import isolated
+from ..codegen.ptx_tails import copy_returning_tails
 from ..ir.diagnostics import LoweringError
 from ..ir.lexer import bare_name, global_references
 from ..ir.reading import parse_source, verify
@@ -141,7 +142,7 @@ def _kernel_ptx(
         machine = target_machine(TARGET, cpu)
         optimize(module, machine)
         verify(module, source)
-        return machine.emit_assembly(module)
+        return copy_returning_tails(machine.emit_assembly(module))
     except (RuntimeError, LoweringError) as failure:
         raise DeviceError(f"the lowered code does not compile for the GPU: {failure}") from None
 

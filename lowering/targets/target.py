@@ -159,7 +159,8 @@ TARGETS: dict[str, Target] = {
             # Issue #22's choice from bench_gpu.py on an H100 at 2^24: lanes reserve in the IR and a
             # full warp writes its region together through shuffles, 1.04 ms against 1.39 ms for a
             # dword a lane (shared memory: 1.01 ms, but 8 KiB taken from the kernel); a cold printf
-            # call bought nothing on a never-taken printf (+1.83% against +1.75% at 256 instructions).
+            # call bought nothing on a never-taken printf (+1.83% against +1.75% at 256 instructions,
+            # before codegen.ptx_tails brought the inlined one to +0.74%).
             aggregation=Aggregation.ALWAYS,
             entry_stores=EntryStores.SHUFFLE,
             cold_printf=False,
