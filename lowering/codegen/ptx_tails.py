@@ -13,9 +13,9 @@ of it and returns by itself, and the branch goes to the cold block only:
 
     @!%p bra $C;   $J: <tail>; ret;   ...   $C: <cold code>; bra.uni $J_tail;   $J_tail: <tail>; ret;
 
-The paths then never meet, ptxas needs no reconvergence, and the never-taken printf measured +0.77% /
-+0.82% (`bench_gpu.py` (d), 2^24 invocations; LLVM merges such copies back when they are made in the IR,
-so it is done here). PTX registers are virtual and the tail runs after the values it reads were set on
+The paths then never meet, ptxas needs no reconvergence, and the never-taken printf measured +0.74%
+(`bench_gpu.py` (d), 2^24 invocations; LLVM merges such copies back when they are made in the IR, so it
+is done here). PTX registers are virtual and the tail runs after the values it reads were set on
 either path, so the copy computes what the tail did. A tail with a branch, a call, or an instruction
 that waits on other threads (`bar`, `.sync`) is left alone.
 """
