@@ -197,6 +197,23 @@ class Instruction:
         found, close = bounds
         return Instruction(with_list_items(self.tokens, found + 1, close, extra))
 
+    def with_locals(self, renames: Mapping[str, str]) -> Instruction:
+        """This instruction with each local name (a value or a block's label) that `renames` has, by
+        bare name, replaced by its new bare name."""
+        tokens = self.tokens
+        if not any(token[:1] == "%" and bare_name(token) in renames for _, token in tokens):
+            return self
+        return Instruction(
+            text_of(
+                [
+                    (space, local_name(renames[bare_name(token)]))
+                    if token[:1] == "%" and bare_name(token) in renames
+                    else (space, token)
+                    for space, token in tokens
+                ]
+            )
+        )
+
     def renamed(self, result: str) -> Instruction:
         """This instruction defining `result` instead of its own result."""
         own = self.result
@@ -402,22 +419,13 @@ def _name_index(tokens: list[Token]) -> int:
 
 def _rename_incoming(block: Block, old: str, new: str) -> None:
     """In `block`'s phis, make the edges from `old` come from `new` (and drop its label's `; preds`
-    comment, which no longer holds)."""
+    comment, which no longer holds). A block's label is no value's name, so every `%old` in a phi is
+    the edge's."""
     block.drop_label_comment()
     for position, instruction in enumerate(block.instructions):
         if instruction.opcode != "phi":
             break
-        tokens = instruction.tokens
-        renamed = [
-            (space, local_name(new))
-            if token[:1] == "%"
-            and bare_name(token) == old
-            and index + 1 < len(tokens)
-            and tokens[index + 1][1] == "]"
-            else (space, token)
-            for index, (space, token) in enumerate(tokens)
-        ]
-        block.instructions[position] = Instruction(text_of(renamed))
+        block.instructions[position] = instruction.with_locals({old: new})
 
 
 class Definition(NamedTuple):

@@ -283,7 +283,7 @@ class Versions:
                 f"{local_name(self.loop.label)} ]"
             ),
         )
-        block.instructions[-1] = _relabelled(block.instructions[-1], {self.loop.exit: self.tested})
+        block.instructions[-1] = block.instructions[-1].with_locals({self.loop.exit: self.tested})
         tested = Block(
             self.tested,
             [
@@ -300,7 +300,7 @@ class Versions:
     def _clone(self) -> Block:
         """The checked copy: every value and the loop's label renamed, entered from the tested block."""
         renames = {**self.names, self.loop.preheader: self.tested}
-        instructions = [_relabelled(instruction, renames) for instruction in self.loop.block.instructions]
+        instructions = [instruction.with_locals(renames) for instruction in self.loop.block.instructions]
         instructions[-1] = _without_loop_id(instructions[-1])
         return Block(self.checked, instructions)
 
@@ -322,9 +322,9 @@ class Versions:
         done = {id(self.loop.block), id(exit_block)}
         for block in self.function.blocks or []:
             if id(block) not in done and self.function.label_of(block) not in (self.tested, self.checked):
-                block.instructions = [_relabelled(instruction, renames) for instruction in block.instructions]
+                block.instructions = [instruction.with_locals(renames) for instruction in block.instructions]
         exit_block.instructions[len(phis) + len(outs) :] = [
-            _relabelled(instruction, renames) for instruction in rest
+            instruction.with_locals(renames) for instruction in rest
         ]
 
     def _either(self, head: str, value: str) -> Instruction:
@@ -358,23 +358,6 @@ def _safe(instruction: Instruction, test: UbTest, names: str) -> list[Instructio
         ]
     raw = f"%{names}raw"
     return [instruction.renamed(raw), Instruction(f"{result} = freeze {test.result_type} {raw}{debug}")]
-
-
-def _relabelled(instruction: Instruction, renames: dict[str, str]) -> Instruction:
-    """`instruction` with each local name (value or label) that `renames` has (bare) renamed."""
-    tokens = instruction.tokens
-    if not any(token[:1] == "%" and bare_name(token) in renames for _, token in tokens):
-        return instruction
-    return Instruction(
-        text_of(
-            [
-                (space, local_name(renames[bare_name(token)]))
-                if token[:1] == "%" and bare_name(token) in renames
-                else (space, token)
-                for space, token in tokens
-            ]
-        )
-    )
 
 
 def _without_loop_id(branch: Instruction) -> Instruction:
