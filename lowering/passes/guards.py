@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 
 from ..ir.model import Block, Function, Instruction
+from ..ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
 from ..ir.types import parse_type
 from .buffer_accesses import Access, Entry
 from .check_frames import Frame
@@ -71,6 +72,8 @@ class Checked:
             access_block.instructions[0] = renamed
             self.instruction = renamed
             value_type = result_type or result_type_of(instruction)
+            if value_type is None:
+                raise ValueError(f"the type of {instruction.text!r} is not read here")
             incoming = f"[ {value}, %{access_label} ], [ {zero(value_type)}, %{fail_label} ]"
             join_block.instructions.insert(0, Instruction(f"{result} = phi {value_type} {incoming}"))
 
@@ -103,15 +106,26 @@ def debug_of(instruction: Instruction) -> str:
     return f", !dbg !{instruction.debug_node}" if instruction.debug_node is not None else ""
 
 
-def result_type_of(instruction: Instruction) -> str:
-    items = instruction.operands
-    if instruction.opcode == "load":
+# Instructions whose value has the type of their first operand (a phi's first item is its type).
+_TYPED_AS_FIRST = INTEGER_ARITHMETIC | FLOAT_ARITHMETIC | {"freeze", "insertelement", "phi", "load"}
+
+
+def result_type_of(instruction: Instruction) -> str | None:
+    """The type of the value `instruction` defines, as its text spells it; None for the instructions
+    this does not read (a GEP, an extractelement, a call)."""
+    opcode, items = instruction.opcode, instruction.operands
+    if opcode in _TYPED_AS_FIRST:
         return items[0].type
-    if instruction.opcode == "atomicrmw":
+    if opcode in CASTS:
+        return items[0].value.partition(" to ")[2].strip() or None
+    if opcode in ("icmp", "fcmp"):
+        compared = parse_type(items[0].value.rsplit(" ", 1)[0])
+        return f"<{compared.count} x i1>" if isinstance(compared, ir.VectorType) else "i1"
+    if opcode in ("select", "atomicrmw"):
         return items[1].type
-    if instruction.opcode == "cmpxchg":
+    if opcode == "cmpxchg":
         return f"{{ {items[1].type}, i1 }}"
-    return items[0].type
+    return None
 
 
 def zero(value_type: str) -> str:

@@ -34,7 +34,7 @@ from ..ir.lexer import bare_name, text_of, tokenize
 from ..ir.model import Block, Function, Instruction, local_name
 from ..ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
 from ..ir.types import parse_type
-from .guards import debug_of
+from .guards import debug_of, result_type_of
 from .undefined_behaviour import UbTest
 
 MAX_ITERATIONS = 1 << 16
@@ -201,25 +201,6 @@ def _incoming(phi: Instruction) -> dict[str, str]:
     return found
 
 
-def _result_type(instruction: Instruction) -> str | None:
-    """The type of what a pure instruction defines; None where this does not read it (then the loop is
-    left as it is)."""
-    opcode, operands = instruction.opcode, instruction.operands
-    if opcode in _ARITHMETIC or opcode == "insertelement":
-        return operands[0].type
-    if opcode in CASTS:
-        return operands[0].value.partition(" to ")[2].strip() or None
-    if opcode in ("icmp", "fcmp"):
-        compared = parse_type(operands[0].value.rsplit(" ", 1)[0])
-        count = getattr(compared, "count", None)
-        return f"<{count} x i1>" if count else "i1"
-    if opcode == "select":
-        return operands[1].type
-    if opcode == "phi":
-        return _phi_head(instruction).partition(" phi ")[2]
-    return None
-
-
 def _phi_head(phi: Instruction) -> str:
     """A phi's text up to its first incoming: `%x = phi i32`."""
     tokens = phi.tokens
@@ -244,7 +225,7 @@ class Versions:
 
     def leaving_types(self) -> dict[str, str] | None:
         """The types of the loop's values used after it other than by the exit's phis; None when one
-        is of an instruction `_result_type` does not read."""
+        is of an instruction `result_type_of` does not read."""
         exit_block = self.function.block(self.loop.exit)
         used: dict[str, str] = {}
         for block, instruction in self.function.instructions():
@@ -252,7 +233,7 @@ class Versions:
                 continue
             for _, token in instruction.tokens:
                 if token in self.defined and token not in used:
-                    found = _result_type(self.defined[token])
+                    found = result_type_of(self.defined[token])
                     if found is None:
                         return None
                     used[token] = found
