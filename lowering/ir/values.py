@@ -156,7 +156,7 @@ def constant_lanes(operand: Operand) -> list[str] | None:
     if value in _WHOLE_CONSTANTS:
         return ["0" if value == "zeroinitializer" else value] * lanes
     if lanes == 1:
-        return [value] if _is_integer_constant(value) else None
+        return [value] if is_integer_constant(value) else None
     tokens = tokenize(value)
     if len(tokens) > 2 and tokens[0][1] == "splat" and tokens[1][1] == "(":
         lane = Operand.from_tokens(tokens, 2, closing(tokens, 1))
@@ -169,9 +169,10 @@ def constant_lanes(operand: Operand) -> list[str] | None:
     return values if len(values) == lanes and all(map(_is_lane, values)) else None
 
 
-def _is_integer_constant(value: str) -> bool:
+def is_integer_constant(value: str) -> bool:
+    """Whether `value` is a decimal integer constant (`7`, `-1`)."""
     return value.removeprefix("-").isdigit()
 
 
 def _is_lane(value: str) -> bool:
-    return _is_integer_constant(value) or value in ("undef", "poison")
+    return is_integer_constant(value) or value in ("undef", "poison")

@@ -169,14 +169,19 @@ class Helper:
         return types + [str(argument.ir_type) for argument in self.arguments]
 
 
+def signed(value: int, bits: int) -> int:
+    """`value`, an unsigned `bits`-bit integer, read as two's complement: as LLVM spells an iN constant."""
+    return value - (1 << bits) if value >= 1 << (bits - 1) else value
+
+
 def signed32(value: int) -> int:
-    """`value` as LLVM spells an i32 constant: two's complement, signed."""
-    return value - (1 << 32) if value >= 1 << 31 else value
+    """`value` as LLVM spells an i32 constant."""
+    return signed(value, 32)
 
 
 def signed64(value: int) -> int:
-    """`value` as LLVM spells an i64 constant (an entry header): two's complement, signed."""
-    return value - (1 << 64) if value >= 1 << 63 else value
+    """`value` as LLVM spells an i64 constant (an entry header)."""
+    return signed(value, 64)
 
 
 def define_helper(

@@ -34,7 +34,9 @@ from ..ir.lexer import bare_name, text_of, tokenize
 from ..ir.model import Block, Function, Instruction, local_name
 from ..ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
 from ..ir.types import parse_type
+from ..ir.values import is_integer_constant
 from .guards import debug_of, result_type_of
+from .helpers import signed
 from .undefined_behaviour import UbTest
 
 MAX_ITERATIONS = 1 << 16
@@ -128,7 +130,7 @@ def _trip_count(block: Block, label: str) -> int | None:
     on_left = left in defined
     induction = _induction(defined, left if on_left else right, label)
     bound = right if on_left else left
-    if induction is None or bound in defined or not _is_integer(bound) or predicate not in _COMPARES:
+    if induction is None or bound in defined or not is_integer_constant(bound) or predicate not in _COMPARES:
         return None
     start, step, stepped, width = induction
     modulus, goes_on = 1 << width, bare_name(branch[1].value) == label
@@ -138,7 +140,7 @@ def _trip_count(block: Block, label: str) -> int | None:
         compared = following if stepped else value
         first, second = (compared, limit) if on_left else (limit, compared)
         if predicate[0] == "s":
-            first, second = _signed(first, width), _signed(second, width)
+            first, second = signed(first, width), signed(second, width)
         if _COMPARES[predicate](first, second) != goes_on:
             return count
         value = following
@@ -159,7 +161,11 @@ def _induction(defined: dict[str, Instruction], value: str, label: str) -> tuple
         return None
     starts = [start for source, start in incoming.items() if source != label]
     width = _phi_head(phi).partition(" phi ")[2]
-    if len(starts) != 1 or not _is_integer(starts[0]) or not (width[:1] == "i" and width[1:].isdigit()):
+    if (
+        len(starts) != 1
+        or not is_integer_constant(starts[0])
+        or not (width[:1] == "i" and width[1:].isdigit())
+    ):
         return None
     operands = following.operands
     constant = operands[1].text if operands[0].value == phi.result else operands[0].value
@@ -173,17 +179,9 @@ def _stepped(instruction: Instruction | None) -> str | None:
     if instruction is None or instruction.opcode not in ("add", "sub") or len(instruction.operands) != 2:
         return None
     first, second = instruction.operands[0].value, instruction.operands[1].text
-    if _is_integer(second):
+    if is_integer_constant(second):
         return first
-    return second if instruction.opcode == "add" and _is_integer(first) else None
-
-
-def _is_integer(text: str) -> bool:
-    return text.lstrip("-").isdigit()
-
-
-def _signed(value: int, width: int) -> int:
-    return value - (1 << width) if value >> (width - 1) else value
+    return second if instruction.opcode == "add" and is_integer_constant(first) else None
 
 
 def _last_token(text: str) -> str:
