@@ -122,15 +122,20 @@ def _at_or_below(builder: ir.IRBuilder, table: ir.Value, position: ir.Value, add
     return builder.zext(builder.icmp_unsigned("<=", begin, address), I64)
 
 
+def _first_at(builder: ir.IRBuilder, table: ir.Value) -> ir.Value:
+    """The word index of the index's first[0], after shadow[K]."""
+    count = _word(builder, table, constant(COUNT_WORD), "count")
+    buffers = _word(builder, table, constant(BUFFERS_WORD), "buffers")
+    return _column(count, SHADOW_COLUMN, buffers, builder)
+
+
 def _window(builder: ir.IRBuilder, table: ir.Value, address: ir.Value) -> tuple[ir.Value, ir.Value]:
     """The first position and the size of the window of the address's bucket in the index
     (`metadata.live_ranges`); below the index's base, the ranges that begin at or below it."""
-    count = _word(builder, table, constant(COUNT_WORD), "count")
-    buffers = _word(builder, table, constant(BUFFERS_WORD), "buffers")
     base = _word(builder, table, constant(BASE_WORD), "index.base")
     shift = _word(builder, table, constant(SHIFT_WORD), "index.shift")
     buckets = _word(builder, table, constant(BUCKETS_WORD), "index.buckets")
-    index = _column(count, SHADOW_COLUMN, buffers, builder)  # first[0], after shadow[K]
+    index = _first_at(builder, table)
     above = builder.icmp_unsigned(">=", address, base, name="above")
     bucket = builder.lshr(builder.sub(address, base), shift, name="bucket.any")
     last = builder.sub(buckets, constant(1))
@@ -198,8 +203,6 @@ def define_find(
 def _valid(builder: ir.IRBuilder, table: ir.Value, address: ir.Value, end: ir.Value) -> ir.Value:
     """Whether [address, end) lies in one granule whose bit of the validity bitmap is set: inside a data
     buffer's range. A granule past the bitmap reads word 0, and counts for nothing."""
-    count = _word(builder, table, constant(COUNT_WORD), "count")
-    buffers = _word(builder, table, constant(BUFFERS_WORD), "buffers")
     base = _word(builder, table, constant(BASE_WORD), "index.base")
     buckets = _word(builder, table, constant(BUCKETS_WORD), "index.buckets")
     granule = _word(builder, table, constant(GRANULE_WORD), "granule")
@@ -211,7 +214,7 @@ def _valid(builder: ir.IRBuilder, table: ir.Value, address: ir.Value, end: ir.Va
     above = builder.icmp_unsigned(">=", address, base)
     covered = builder.and_(above, builder.icmp_unsigned("<", word, words))
     one = builder.and_(covered, builder.icmp_unsigned("==", at, last), name="one.granule")
-    valid = builder.add(_column(count, SHADOW_COLUMN, buffers, builder), builder.add(buckets, constant(1)))
+    valid = builder.add(_first_at(builder, table), builder.add(buckets, constant(1)))  # after first[B]
     bits = _word(builder, table, builder.add(valid, builder.select(one, word, constant(0))), "valid.bits")
     within = builder.and_(at, constant(VALID_WORD_BITS - 1))
     bit = builder.trunc(builder.lshr(bits, within), ir.IntType(1), name="valid.bit")
