@@ -28,6 +28,7 @@ it together (`warp_entry_stores`) use with the group and the rank.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
@@ -62,10 +63,24 @@ def shuffle(builder: ir.IRBuilder, mask: ir.Value, value: ir.Value, source: ir.V
     return builder.call(intrinsic, [mask, value, source, constant(SHUFFLE_WHOLE_WARP, I32)], name=name)
 
 
-def emit_warp_reservation(builder: ir.IRBuilder, counter: ir.Value, size: ir.Value) -> WarpReservation:
-    """The warp-aggregated `atomicrmw add %counter, %size monotonic` at the builder, which it leaves at
-    the end of the block where every lane has its reservation (blocks are added to its function)."""
-    module, function = builder.module, builder.function
+@dataclass(frozen=True, slots=True)
+class WarpGroup:
+    """The lanes of a warp at one call that reserve together (i32 values): the active lanes, the group
+    (those of them with the same buffer), this lane, the group's leader (its lowest lane), this lane's
+    rank in the group and the group's number of lanes; `leads` (an i1) is this lane the leader."""
+
+    active: ir.Value
+    group: ir.Value
+    lane: ir.Value
+    leader: ir.Value
+    rank: ir.Value
+    lanes: ir.Value
+    leads: ir.Value
+
+
+def warp_group(builder: ir.IRBuilder, counter: ir.Value) -> WarpGroup:
+    """The group of the calling lane at the builder: the active lanes whose `counter` is its own."""
+    module = builder.module
     active = builder.call(warp_intrinsic(module, "llvm.nvvm.activemask"), [], name="active")
     address = builder.ptrtoint(counter, I64, name="address")
     match = warp_intrinsic(module, "llvm.nvvm.match.any.sync.i64", I32, I64)
@@ -76,34 +91,64 @@ def emit_warp_reservation(builder: ir.IRBuilder, counter: ir.Value, size: ir.Val
     leader = builder.call(count_zeros, [group, ir.Constant(ir.IntType(1), 1)], name="leader")
     population = warp_intrinsic(module, "llvm.ctpop.i32", I32)
     rank = builder.call(population, [builder.and_(group, lower, name="ahead")], name="rank")
-    entry = builder.block
-    reserve = function.append_basic_block("reserve.leader")
-    share = function.append_basic_block("reserve.share")
-    builder.cbranch(builder.icmp_unsigned("==", lane, leader, name="leads"), reserve, share)
+    lanes = builder.call(population, [group], name="lanes")
+    leads = builder.icmp_unsigned("==", lane, leader, name="leads")
+    return WarpGroup(active, group, lane, leader, rank, lanes, leads)
 
-    builder.position_at_end(reserve)
-    lanes = builder.zext(builder.call(population, [group], name="lanes"), I64, name="lanes.wide")
-    first = builder.atomic_rmw(
-        "add", counter, builder.mul(lanes, size, name="total"), "monotonic", name="first.leader"
-    )
-    builder.branch(share)
 
-    builder.position_at_end(share)
-    reserved = builder.phi(I64, name="reserved")
-    reserved.add_incoming(first, reserve)
-    reserved.add_incoming(constant(0), entry)
+def leader_only(
+    builder: ir.IRBuilder, condition: ir.Value, name: str, make: Callable[[ir.IRBuilder], ir.Value | None]
+) -> ir.Value | None:
+    """Run `make` only where `condition` (an i1) holds, in a block of its own; the builder goes on
+    after it, with `make`'s value there (0 where the condition did not hold), or None when it makes
+    none."""
+    function, before = builder.function, builder.block
+    inside = function.append_basic_block(name)
+    after = function.append_basic_block(f"{name}.done")
+    builder.cbranch(condition, inside, after)
+    builder.position_at_end(inside)
+    value = make(builder)
+    made_in = builder.block
+    builder.branch(after)
+    builder.position_at_end(after)
+    if value is None:
+        return None
+    joined = builder.phi(value.type, name=f"{name}.value")
+    joined.add_incoming(value, made_in)
+    joined.add_incoming(ir.Constant(value.type, 0), before)
+    return joined
+
+
+def shared_reservation(
+    builder: ir.IRBuilder, group: WarpGroup, first: ir.Value, size: ir.Value
+) -> WarpReservation:
+    """Each lane's reservation from `first`, the group's region's first dword (an i64 that the leader
+    holds): shuffled to the group in two halves, then `rank * size` further for this lane."""
     halves = []
-    for half, bits in (
-        ("low", reserved),
-        ("high", builder.lshr(reserved, constant(32), name="reserved.high.wide")),
-    ):
+    high_bits = builder.lshr(first, constant(32), name="reserved.high.wide")
+    for half, bits in (("low", first), ("high", high_bits)):
         narrow = builder.trunc(bits, I32, name=f"reserved.{half}")
-        halves.append(builder.zext(shuffle(builder, active, narrow, leader, f"base.{half}"), I64))
+        halves.append(builder.zext(shuffle(builder, group.active, narrow, group.leader, f"base.{half}"), I64))
     low, high = halves
     base = builder.or_(builder.shl(high, constant(32), name="base.high.shifted"), low, name="first")
-    skipped = builder.mul(builder.zext(rank, I64, name="rank.wide"), size, name="skipped")
+    skipped = builder.mul(builder.zext(group.rank, I64, name="rank.wide"), size, name="skipped")
     old = builder.add(base, skipped, name="old")
-    return WarpReservation(active, group, lane, rank, base, old)
+    return WarpReservation(group.active, group.group, group.lane, group.rank, base, old)
+
+
+def emit_warp_reservation(builder: ir.IRBuilder, counter: ir.Value, size: ir.Value) -> WarpReservation:
+    """The warp-aggregated `atomicrmw add %counter, %size monotonic` at the builder, which it leaves at
+    the end of the block where every lane has its reservation (blocks are added to its function)."""
+    group = warp_group(builder, counter)
+
+    def reserve(leader: ir.IRBuilder) -> ir.Value:
+        lanes = leader.zext(group.lanes, I64, name="lanes.wide")
+        total = leader.mul(lanes, size, name="total")
+        return leader.atomic_rmw("add", counter, total, "monotonic", name="first.leader")
+
+    first = leader_only(builder, group.leads, "reserve.leader", reserve)
+    assert first is not None
+    return shared_reservation(builder, group, first, size)
 
 
 def define_warp_aggregated_reserve(module: ir.Module, name: str, buffer_type: ir.Type) -> ir.Function:
