@@ -84,13 +84,16 @@ COLD_SHUFFLE = dataclasses.replace(
 
 
 def test_the_nvptx_target_is_issue_22s_choice():
-    """The defaults `bench_gpu.py` compares the other variants with (docs/devices.md#the-variants)."""
+    """The defaults `bench_gpu.py` compares the other variants with (docs/devices.md#the-variants); the
+    device's kernel lets a thread block reserve together, code compiled for another kernel does not."""
     nvptx = get_target("nvptx")
-    assert (nvptx.aggregation, nvptx.entry_stores, nvptx.cold_printf) == (
+    assert (nvptx.aggregation, nvptx.entry_stores, nvptx.cold_printf, nvptx.reserves_per_block) == (
         Aggregation.ALWAYS,
         EntryStores.SHUFFLE,
         False,
+        False,
     )
+    assert nvptx_device.NvptxDevice.target == dataclasses.replace(nvptx, reserves_per_block=True)
 
 
 def functions(ptx: str) -> list[str]:

@@ -56,7 +56,7 @@ class CpuDevice(WorkerDevice):
     """The host CPU as a device; `run` follows `harness.Device`."""
 
     name = "cpu"
-    target = TARGET.name
+    target = TARGET
     worker_module = __name__
 
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:

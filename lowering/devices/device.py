@@ -16,6 +16,8 @@ from typing import Protocol
 from metadata.errors import DprintfError
 from metadata.live_ranges import LiveRange, table_bytes
 
+from ..targets.target import Target
+
 MAX_INVOCATIONS = 1 << 32  # invocation IDs are 32-bit: 0 .. 2^32 - 1
 DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
 DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)  # the proposal's minimum maxShaderAbortMessageSize
@@ -164,13 +166,14 @@ SITE_FREE_WORKERS = frozenset({"lowering.devices.nvptx_worker"})
 
 class Device(Protocol):
     """A place to run lowered code. `name` is how `--device` spells it; `target` is the lowering target of
-    the code it runs. `run` runs `launch` with the buffers initialised from `images` (printf, abort; the
-    entry receives their addresses), and returns the images as the code left them. It raises DeviceError
-    when it cannot run the code at all; a device lost while running is a `DeviceStatus`, not an error.
-    It never waits longer than `launch.timeout` seconds for the code."""
+    the code it runs: a name of TARGETS, or a variant of one where the device's own kernel allows more.
+    `run` runs `launch` with the buffers initialised from `images` (printf, abort; the entry receives
+    their addresses), and returns the images as the code left them. It raises DeviceError when it
+    cannot run the code at all; a device lost while running is a `DeviceStatus`, not an error. It
+    never waits longer than `launch.timeout` seconds for the code."""
 
     name: str
-    target: str
+    target: str | Target
 
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun: ...
 

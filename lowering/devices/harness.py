@@ -53,7 +53,7 @@ from ..targets.runtime_globals import (
     VALIDATION_RANGES_GLOBAL,
     VALIDATION_SIZES_GLOBAL,
 )
-from ..targets.target import Target
+from ..targets.target import Target, get_target
 from .device import (
     ABORT_IMAGE,
     DEFAULT_ABORT_BUFFER_BYTES,
@@ -266,10 +266,9 @@ def run_lowered(
 ) -> RunResult:
     """Run already lowered code (see `run_sources`)."""
     chosen = open_device(device) if isinstance(device, str) else device
-    if lowered.target.name != chosen.target:
-        raise DeviceError(
-            f"the {chosen.name} device runs code lowered for {chosen.target}, not {lowered.target.name}"
-        )
+    runs = get_target(chosen.target).name
+    if lowered.target.name != runs:
+        raise DeviceError(f"the {chosen.name} device runs code lowered for {runs}, not {lowered.target.name}")
     _require_positive(invocations=invocations, threads=threads, timeout=timeout)
     if invocations > MAX_INVOCATIONS:
         raise DeviceError(

@@ -14,6 +14,7 @@ it without the driver raises DeviceError saying so; a worker that finds no usabl
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Collection, Sequence
 
@@ -34,6 +35,9 @@ from .worker import WorkerDevice, live_ranges_job, runtime_globals_job
 
 KERNEL_MAX_INVOCATIONS = (1 << 32) - 1  # the kernel takes the count as a u32, one short of the IDs
 TARGET: Target = get_target("nvptx")
+# What the code this device runs is lowered for: its kernel (`kernel_ir`) calls the entry once in each
+# thread or exits, so a printf every invocation reaches may reserve for its thread block.
+KERNEL_TARGET: Target = dataclasses.replace(TARGET, reserves_per_block=True)
 
 
 def open_device() -> NvptxDevice:
@@ -50,7 +54,7 @@ class NvptxDevice(WorkerDevice):
     """An NVIDIA GPU (the first one CUDA lists) as a device; `run` follows `harness.Device`."""
 
     name = "nvptx"
-    target = TARGET.name
+    target = KERNEL_TARGET
     worker_module = WORKER_MODULES["nvptx"]
 
     def run(self, launch: Launch, images: Sequence[Image]) -> DeviceRun:

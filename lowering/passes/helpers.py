@@ -30,6 +30,7 @@ from ..ir.building import I32, I64, constant, declared, internal_function, store
 from ..ir.lexer import global_name
 from ..ir.types import parse_type
 from ..targets.target import INPUT_BUFFER_ADDRESS_SPACE, EntryStores, Target
+from .block_reservation import BlockState, emit_block_reservation
 from .entry_stores import MAX_TOGETHER_DWORDS, Scratch, shuffle_together, store_in_pieces, whole_warp_region
 from .warp_aggregation import WarpReservation, define_warp_aggregated_reserve, emit_warp_reservation
 
@@ -140,8 +141,9 @@ class Helper:
 
     The pass makes one per (kind, buffer type, argument types, aggregated), so a helper is its own
     identity (and a cheap key for what depends on its layout). An `aggregated` helper reserves through
-    the warp-aggregated reserve of its buffer type (`warp_aggregation`). An `outlined` helper is
-    `noinline`: its calls stay calls (see `Target.outlines_calls_above`).
+    the warp-aggregated reserve of its buffer type (`warp_aggregation`); a `per_block` one, aggregated
+    too, with one add for its thread block (`block_reservation`). An `outlined` helper is `noinline`:
+    its calls stay calls (see `Target.outlines_calls_above`).
     """
 
     name: str
@@ -151,6 +153,7 @@ class Helper:
     aggregated: bool = False
     outlined: bool = False
     gate: PrintfGate | None = None
+    per_block: bool = False
     layout: Layout = field(init=False)
     entry_dwords: int = field(init=False)
 
@@ -190,6 +193,7 @@ def define_helper(
     target: Target,
     reserve: ir.Function | None = None,
     scratch: Scratch | None = None,
+    block_state: BlockState | None = None,
 ) -> ir.Function:
     """Define the helper in `module`, called as `helper(buffer, i64 header, arguments...)`.
 
@@ -202,6 +206,7 @@ def define_helper(
     release ordering; then a fence and `llvm.trap`. An aggregated printf whose target's `entry_stores`
     are cooperative reserves inline (`emit_warp_reservation`) and, where the whole warp's region fits,
     writes it together (`warp_entry_stores`); `scratch` is the shared memory of `EntryStores.SHARED`.
+    A `per_block` helper reserves for its thread block (`block_reservation`) in `block_state`.
     """
     is_abort = helper.kind == ABORT
     size = constant(abort_record_dwords(helper.layout) if is_abort else helper.entry_dwords)
@@ -224,7 +229,10 @@ def define_helper(
     builder = ir.IRBuilder(reserving)
     together = _writes_together(helper, target)
     reservation = None
-    if together:
+    if helper.per_block and block_state is not None:
+        reservation = emit_block_reservation(builder, buffer, size, block_state)
+        old = reservation.old
+    elif together:
         reservation = emit_warp_reservation(builder, buffer, size)
         old = reservation.old
     elif reserve is None:
@@ -239,7 +247,7 @@ def define_helper(
             buffer, [constant(CAPACITY_BYTE_OFFSET)], source_etype=ir.IntType(8), name="cap.ptr"
         )
         capacity = builder.zext(builder.load(capacity_at, typ=I32, align=4, name="cap"), I64, name="cap.wide")
-        if reservation is not None:
+        if reservation is not None and together:
             _write_together_where_whole(
                 builder, helper, target, reservation, capacity, scratch, exit_block, (buffer, header, values)
             )
@@ -475,10 +483,15 @@ class HelperSet:
         types: tuple[tuple[str, str], ...],
         aggregated: bool,
         outlined: bool,
+        per_block: bool = False,
     ) -> Helper | list[str]:
         """The helper for arguments of `types` (each an IR type and how it is passed: AS_IS,
-        SIGN_EXTENDED, ...), or why each argument that cannot be passed cannot (`argument N: ...`)."""
-        key = (kind, buffer_type, types, aggregated, outlined)
+        SIGN_EXTENDED, ...), or why each argument that cannot be passed cannot (`argument N: ...`).
+        A `per_block` printf helper is aggregated too; the set has no gate then (a gate would keep
+        threads from the block's barriers)."""
+        gate = self.gate if kind == PRINTF else None
+        assert not (per_block and gate), "a thread block reserves together only where nothing gates it"
+        key = (kind, buffer_type, types, aggregated or per_block, outlined, per_block)
         helper = self._by_key.get(key)
         if helper is None:
             arguments = [classify(ir_type, passed) for ir_type, passed in types]
@@ -491,9 +504,8 @@ class HelperSet:
                 return reasons
             name = f"{self.prefix}{kind}.{len(self._by_key)}"
             classified = tuple(argument for argument in arguments if isinstance(argument, Argument))
-            gate = self.gate if kind == PRINTF else None
             helper = self._by_key[key] = Helper(
-                name, kind, buffer_type, classified, aggregated, outlined, gate
+                name, kind, buffer_type, classified, aggregated or per_block, outlined, gate, per_block
             )
         return helper
 
@@ -514,8 +526,9 @@ class HelperSet:
         ]
 
     def module(self, target: Target) -> ir.Module:
-        """An `llvmlite.ir` module defining the helpers, the warp-aggregated reserves they call and the
-        scratch of those that write their entries together through shared memory."""
+        """An `llvmlite.ir` module defining the helpers, the warp-aggregated reserves they call, the
+        scratch of those that write their entries together through shared memory and the shared
+        words of those that reserve for their thread block."""
         built = ir.Module()
         buffer_types = dict.fromkeys(helper.buffer_type for helper in self if helper.aggregated)
         reserves = {
@@ -528,9 +541,10 @@ class HelperSet:
         scratch = None
         if together and target.entry_stores is EntryStores.SHARED:
             scratch = Scratch(built, f"{self.prefix}entry.scratch", max(together))
+        block_state = BlockState(built, self.prefix) if any(helper.per_block for helper in self) else None
         for helper in self:
             reserve = reserves[helper.buffer_type] if helper.aggregated else None
-            define_helper(built, helper, target, reserve, scratch)
+            define_helper(built, helper, target, reserve, scratch, block_state)
         for build in self._builders:
             build(built)
         return built

@@ -10,8 +10,6 @@ into the record. The helpers are defined, and inlined, by the pipeline once ever
 
 from __future__ import annotations
 
-import functools
-
 import llvmlite.ir as ir
 
 from metadata.abort_messages import AbortMessageEntry, static_problem
@@ -24,12 +22,12 @@ from ..ir.model import Instruction
 from ..ir.types import parse_type
 from ..ir.values import Operand, constant_lanes
 from ..targets.runtime_globals import ABORT_BUFFER_GLOBAL
-from ..targets.target import Aggregation
-from .calls import MESSAGE, Call, crowded_functions, entry_parameters, find_calls, other_uses
+from .calls import MESSAGE, Call, crowded_functions, find_calls, other_uses
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .format_strings import FormatStrings
 from .helpers import ABORT, AS_IS, PRINTF, Helper, signed64
 from .printf_sites import PrintfSites
+from .reservations import Reservations
 from .runtime_buffers import RuntimeBuffers
 from .string_arguments import StringArguments
 
@@ -42,8 +40,8 @@ def run(context: PassContext, kinds: list[str]) -> None:
 
 
 class _PrintfAbort:
-    """One run of the pass: the format strings and their entries, the runtime's buffers, the functions
-    whose calls stay calls (`Target.outlines_calls_above`)."""
+    """One run of the pass: the format strings and their entries, the runtime's buffers, how calls
+    reserve, the functions whose calls stay calls (`Target.outlines_calls_above`)."""
 
     def __init__(self, context: PassContext) -> None:
         self.context = context
@@ -51,6 +49,7 @@ class _PrintfAbort:
         self.strings = StringArguments(context, self.formats)
         self.buffers = RuntimeBuffers(context)
         self.sites = PrintfSites(context, self.buffers)
+        self.reservations = Reservations(context)
         self.outlined: frozenset[str] = frozenset()
 
     def run(self, kinds: list[str]) -> None:
@@ -95,7 +94,9 @@ class _PrintfAbort:
             rest, padding = self.formats.vvl_arguments(call, string, rest)
         passed = self.strings.pass_arguments(call, string, rest)
         types = tuple(zip((operand.type for operand in passed.operands), passed.passing, strict=True))
-        helper = self._helper(call, buffer.type, types, not without_buffer and self._aggregates(call, buffer))
+        aggregated = not without_buffer and self.reservations.by_warp(call, buffer)
+        per_block = not without_buffer and self.reservations.by_block(call, buffer)
+        helper = self._helper(call, buffer.type, types, aggregated, per_block=per_block)
         if helper is None or len(context.problems) > problems:
             return
         gated, computed, site = self.sites.operands(call) if call.kind == PRINTF else ([], [], None)
@@ -172,20 +173,6 @@ class _PrintfAbort:
         replacement = Instruction(f"call void {global_name(helper.name)}({passed}){call.debug_attachment}")
         self.context.edit(call, [*before, replacement])
 
-    def _aggregates(self, call: Call, buffer: Operand) -> bool:
-        """Whether the call's lanes reserve together in the IR: a printf on a target that aggregates,
-        unless its buffer is a parameter of an entry (see `warp_aggregation`)."""
-        aggregation = self.context.target.aggregation
-        if call.kind != PRINTF or aggregation is Aggregation.NEVER:
-            return False
-        if aggregation is Aggregation.ALWAYS:
-            return True
-        return buffer.value not in self._entry_parameters.get(call.function.name, ())
-
-    @functools.cached_property
-    def _entry_parameters(self) -> dict[str, frozenset[str]]:
-        return entry_parameters(self.context.module)
-
     def _helper(
         self,
         call: Call,
@@ -193,11 +180,13 @@ class _PrintfAbort:
         types: tuple[tuple[str, str], ...],
         aggregated: bool,
         kind: str | None = None,
+        per_block: bool = False,
     ) -> Helper | None:
         """The helper of `kind` (the call's by default); None after recording each argument that cannot
         be passed."""
         outlined = call.function.name in self.outlined
-        found = self.context.helpers.get(kind or call.kind, buffer_type, types, aggregated, outlined)
+        helpers = self.context.helpers
+        found = helpers.get(kind or call.kind, buffer_type, types, aggregated, outlined, per_block)
         if isinstance(found, list):
             for reason in found:
                 self.context.problem(call, reason)

@@ -95,6 +95,9 @@ class Target:
     shadows of SPEC 12) is accessed: the GPU's global memory rather than the generic address space.
     `races_per_warp`: where a full warp's lanes make one 4-byte access to 32 consecutive words, in lane
     order, one lane records it for all of them (`metadata.races`, a warp's record).
+    `reserves_per_block`: a printf every invocation of an entry reaches once reserves its thread
+    block's entries with one atomic add, its threads waiting at barriers for each other
+    (`block_reservation`): only for a kernel that calls the entry once in each thread, or exits.
     """
 
     name: str
@@ -114,6 +117,7 @@ class Target:
     entry_stores: EntryStores = EntryStores.LANE
     cold_printf: bool = False
     races_per_warp: bool = False
+    reserves_per_block: bool = False
 
     @property
     def buffer_type(self) -> str:

@@ -1,0 +1,241 @@
+"""A thread block's printf entries reserved with one atomic add (`block_reservation`, issue #22): which
+calls reserve that way (`reached_once`, `ir.control_flow`), the code they become, and, on a GPU, that
+nothing is lost, duplicated or moved: exact multisets and counts with partial blocks and warps, lanes
+that come apart before the call, several calls of other sizes, a buffer that fills, the other passes.
+
+The GPU tests of `test_nvptx_device.py` whose printf every invocation reaches (16 million
+invocations, overflow by 0 to 2 dwords, a million invocations into a small buffer, an empty buffer,
+aborts among printfs) reserve this way too: the nvptx device's kernel allows it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from dprintf_ir import ABORT, DECLARATIONS, PRINTF, call, run_ir, string_global
+
+from lowering.devices.cuda_driver import gpu_count
+from lowering.devices.harness import Ending, EntryPoint
+from lowering.devices.nvptx import KERNEL_TARGET, kernel_ptx
+from lowering.ir.control_flow import ControlFlow
+from lowering.ir.model import Module
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
+from lowering.targets.target import Target
+from metadata.wire import HEADER_BYTES
+
+BARRIER = "call void @llvm.nvvm.barrier.cta.sync.all(i32 0)"
+BARRIERS_A_CALL = 3
+STRINGS = string_global("a", "a %u\n") + string_global("b", "b %u %lld\n") + string_global("l", "l %u %u\n")
+GPUS, NO_GPU = gpu_count()
+gpu = pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU: {NO_GPU}")
+
+
+def program(body: str, extra: str = "") -> str:
+    """`@main(%buf, %abort, %id)` running `body` (which ends its blocks but the last), then returning."""
+    return (
+        STRINGS
+        + string_global("m", "stop %u")
+        + DECLARATIONS
+        + "declare void @other()\ndeclare i32 @llvm.smax.i32(i32, i32)\n"
+        + "define void @main(ptr addrspace(7) %buf, ptr addrspace(7) %abort, i32 %id) {\nentry:\n"
+        + body
+        + "  ret void\n}\n"
+        + extra
+    )
+
+
+def printf(string: str = "a", buffer: str = "%buf") -> str:
+    return call(PRINTF, buffer, string, [("i32", "%id")])
+
+
+def block_reserved(text: str, target: str | Target = KERNEL_TARGET, **options) -> int:
+    """How many printf calls of `text`, lowered for `target`, reserve for their thread block: each waits
+    at three barriers."""
+    lowered = str(lower_sources([Source("test.ll", text)], target=target, **options).ir)
+    barriers = lowered.count(BARRIER)
+    assert barriers % BARRIERS_A_CALL == 0
+    return barriers // BARRIERS_A_CALL
+
+
+ODD = "  %odd = trunc i32 %id to i1\n"
+SHAPES = {
+    "in the entry block": (printf(), 1),
+    "two in a row": (printf() + printf(), 2),
+    "under a branch": (
+        ODD + "  br i1 %odd, label %then, label %join\nthen:\n" + printf() + "  br label %join\njoin:\n",
+        0,
+    ),
+    "after both ways of a branch meet": (
+        ODD + "  br i1 %odd, label %then, label %join\nthen:\n  br label %join\njoin:\n" + printf(),
+        1,
+    ),
+    "in a loop": (
+        "  br label %loop\nloop:\n  %i = phi i32 [ 0, %entry ], [ %next, %loop ]\n"
+        + printf()
+        + "  %next = add i32 %i, 1\n  %more = icmp ult i32 %next, 4\n"
+        "  br i1 %more, label %loop, label %done\n"
+        "done:\n",
+        0,
+    ),
+    "after a loop": (
+        "  br label %loop\nloop:\n  %i = phi i32 [ 0, %entry ], [ %next, %loop ]\n"
+        "  %next = add i32 %i, 1\n  %more = icmp ult i32 %next, %id\n"
+        "  br i1 %more, label %loop, label %done\n"
+        "done:\n" + printf(),
+        0,
+    ),
+    "after a return some invocations take": (
+        ODD + "  br i1 %odd, label %early, label %go\nearly:\n  ret void\ngo:\n" + printf(),
+        0,
+    ),
+    "after an abort some invocations take": (
+        ODD
+        + "  br i1 %odd, label %fail, label %go\nfail:\n"
+        + call(ABORT, "%abort", "m", [("i32", "%id")])
+        + "  unreachable\ngo:\n"
+        + printf(),
+        1,
+    ),
+    "after a call of a function": ("  call void @other()\n" + printf(), 0),
+    "after a call of an intrinsic": ("  %m = call i32 @llvm.smax.i32(i32 %id, i32 3)\n" + printf(), 1),
+    "before a call of a function": (printf() + "  call void @other()\n", 1),
+    "to a buffer chosen at run time": (
+        ODD
+        + "  %chosen = select i1 %odd, ptr addrspace(7) %abort, ptr addrspace(7) %buf\n"
+        + printf("a", "%chosen"),
+        0,
+    ),
+}
+
+
+@pytest.mark.parametrize(("body", "expected"), SHAPES.values(), ids=SHAPES.keys())
+def test_a_printf_reserves_for_its_thread_block_only_where_every_invocation_reaches_it_once(body, expected):
+    assert block_reserved(program(body)) == expected
+
+
+def test_a_printf_in_a_function_the_entry_calls_reserves_for_its_warp():
+    """Only the entry's own printf, before the call, reserves for the thread block."""
+    called = "define void @body(ptr addrspace(7) %buf, i32 %id) {\nentry:\n" + printf() + "  ret void\n}\n"
+    text = program(printf() + "  call void @body(ptr addrspace(7) %buf, i32 %id)\n", called)
+    assert block_reserved(text) == 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"verbose": True}, {"only_invocations": ((0, 9),)}, {"max_lines_per_site": 2}],
+    ids=["verbose", "only-invocations", "max-lines-per-site"],
+)
+def test_a_gated_printf_reserves_for_its_warp(options):
+    """A gate keeps some threads from the reservation, so from the block's barriers."""
+    assert block_reserved(program(printf()), **options) == 0
+
+
+@pytest.mark.parametrize("target", ["nvptx", "cpu", "amdpal"])
+def test_only_the_devices_kernel_target_reserves_for_a_thread_block(target):
+    """`dprintf compile --target nvptx` does not know the kernel that will call the entry."""
+    assert block_reserved(program(printf()), target) == 0
+
+
+def test_the_other_passes_keep_the_thread_blocks_reservation():
+    text = program(printf() + printf("a"))
+    for options in ({"validate": "all"}, {"instrument": True}, {"races": True}):
+        assert block_reserved(text, **options) == 2, options
+
+
+def test_the_ptx_waits_three_times_and_adds_once_to_the_buffer():
+    lowered = lower_sources([Source("test.ll", program(printf()))], target=KERNEL_TARGET)
+    ptx = kernel_ptx(lowered.ir, EntryPoint("main", True))
+    assert ptx.count("barrier.sync \t0;") == BARRIERS_A_CALL and "bar.sync" not in ptx
+    assert ptx.count("atom.shared.add.u32") == 1 and ptx.count("atom.global.add.u64") == 1
+    if shutil.which("ptxas") is None:
+        pytest.skip("needs ptxas (the CUDA toolkit) to assemble the PTX")
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory, "kernel.ptx")
+        path.write_text(ptx)
+        subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", str(path.with_suffix(".cubin"))], check=True)
+
+
+def test_control_flow_finds_cycles_ancestors_and_the_blocks_every_return_passes():
+    text = (
+        "define void @f(i1 %c) {\nentry:\n  br i1 %c, label %loop, label %side\n"
+        "loop:\n  br i1 %c, label %loop, label %join\n"
+        "side:\n  br i1 %c, label %stop, label %join\n"
+        "stop:\n  unreachable\n"
+        "join:\n  ret void\n}\n"
+    )
+    function = next(Module.parse(text).definitions())
+    flow = ControlFlow(function)
+    entry, loop, side, stop, join = (flow.index[name] for name in ("entry", "loop", "side", "stop", "join"))
+    assert [flow.on_cycle(block) for block in (entry, loop, side, stop, join)] == [
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
+    assert flow.ancestors(join) == {entry, loop, side, join}
+    assert flow.on_every_return_path(join) and flow.on_every_return_path(entry)
+    assert not flow.on_every_return_path(loop) and not flow.on_every_return_path(side)
+
+
+# On the GPU.
+
+
+def expected_lines(invocations: int) -> Counter:
+    expected = Counter(f"a {n}\n" for n in range(invocations))
+    expected.update(f"l {n} {7 * n}\n" for n in range(invocations) if n % 3 == 0)
+    expected.update(f"b {n} -1\n" for n in range(invocations))
+    return expected
+
+
+# Two printfs every invocation reaches, of 3 and 5 dwords, with one of 4 between them that a third of
+# the lanes take, so the lanes reach the second one apart.
+MIXED = program(
+    printf()
+    + "  %seven = mul i32 %id, 7\n  %third = urem i32 %id, 3\n  %some = icmp eq i32 %third, 0\n"
+    + "  br i1 %some, label %then, label %join\nthen:\n"
+    + call(PRINTF, "%buf", "l", [("i32", "%id"), ("i32", "%seven")])
+    + "  br label %join\njoin:\n"
+    + call(PRINTF, "%buf", "b", [("i32", "%id"), ("i64", "-1")])
+)
+MIXED_DWORDS = 3 + 5  # a and b; l's 4 in a third of the invocations
+
+
+def test_the_mixed_program_reserves_twice_for_its_thread_block():
+    assert block_reserved(MIXED) == 2
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("invocations", [1, 20, 100_003, 1 << 20])
+@pytest.mark.parametrize("options", [{}, {"instrument": True}], ids=["plain", "instrumented"])
+def test_thread_blocks_reserving_together_lose_and_duplicate_nothing(invocations, options):
+    """Partial blocks and warps (the kernel's threads past the count exit at once), lanes apart."""
+    dwords = MIXED_DWORDS * invocations + 4 * len(range(0, invocations, 3))
+    result = run_ir(
+        MIXED, device="nvptx", invocations=invocations, buffer_size=HEADER_BYTES + 4 * dwords, **options
+    )
+    assert result.ending is Ending.COMPLETED and result.issues == []
+    assert result.printf.buffer_offset == dwords and result.printf.dropped_dwords == 0
+    assert Counter(result.text().splitlines(keepends=True)) == expected_lines(invocations)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("room", [0.25, 0.5, 0.9])
+def test_a_buffer_filling_under_thread_blocks_keeps_whole_entries_and_counts_every_dword(room):
+    invocations = 100_003
+    dwords = MIXED_DWORDS * invocations + 4 * len(range(0, invocations, 3))
+    capacity = int(dwords * room)
+    result = run_ir(MIXED, device="nvptx", invocations=invocations, buffer_size=HEADER_BYTES + 4 * capacity)
+    assert result.ending is Ending.COMPLETED and result.issues == []
+    assert result.printf.buffer_offset == dwords
+    printed = Counter(result.text().splitlines(keepends=True))
+    assert printed <= expected_lines(invocations) and max(printed.values()) == 1
+    written = sum({"a": 3, "l": 4, "b": 5}[line[0]] for line in printed)
+    assert capacity - 5 < written <= capacity and result.printf.dropped_dwords == dwords - capacity
