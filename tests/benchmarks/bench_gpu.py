@@ -62,12 +62,12 @@ import numpy as np
 
 from lowering.devices.device import EntryPoint
 from lowering.devices.harness import find_entry
-from lowering.devices.nvptx import kernel_ptx, ptx_name
+from lowering.devices.nvptx import KERNEL_TARGET, kernel_ptx, ptx_name
 from lowering.devices.nvptx_worker import BLOCK_THREADS
 from lowering.lowered_module import LoweredModule, Source
 from lowering.pipeline import lower_sources
 from lowering.targets.runtime_globals import SITE_COUNTS_GLOBAL
-from lowering.targets.target import Aggregation, EntryStores, Target, get_target
+from lowering.targets.target import Aggregation, EntryStores, Target
 from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.decoding.render_pool import RenderPool
 from metadata.layout import parse_layout
@@ -326,11 +326,12 @@ def calls_ir(inline: bool) -> str:
     )
 
 
-NVPTX = get_target("nvptx")
+NVPTX = KERNEL_TARGET  # the nvptx device's target: its kernel lets a thread block reserve together
 # How a printf stores its entries, each a variant of the nvptx target (issue #22): the name (c), (d) and
-# (w) print, and the target's fields it changes. "as lowered" is the target as it is.
+# (w) print, and the target's fields it changes. "as lowered" is the target as the device lowers for it.
 VARIANTS: dict[str, dict] = {
     "as lowered": {},
+    "per warp": {"reserves_per_block": False},
     "lane": {"aggregation": Aggregation.OUTSIDE_ENTRIES, "entry_stores": EntryStores.LANE},
     "lane, aggregated": {"aggregation": Aggregation.ALWAYS, "entry_stores": EntryStores.LANE},
     "vector": {"aggregation": Aggregation.OUTSIDE_ENTRIES, "entry_stores": EntryStores.VECTOR},
