@@ -42,6 +42,8 @@ def program(body: str, extra: str = "") -> str:
         + string_global("m", "stop %u")
         + DECLARATIONS
         + "declare void @other()\ndeclare i32 @llvm.smax.i32(i32, i32)\n"
+        + "declare void @llvm.nvvm.barrier.cta.sync.aligned.all(i32)\n"
+        + "declare void @llvm.nvvm.barrier.cta.sync.count(i32, i32)\n"
         + "define void @main(ptr addrspace(7) %buf, ptr addrspace(7) %abort, i32 %id) {\nentry:\n"
         + body
         + "  ret void\n}\n"
@@ -63,6 +65,18 @@ def block_reserved(text: str, target: str | Target = KERNEL_TARGET, **options) -
 
 
 ODD = "  %odd = trunc i32 %id to i1\n"
+
+
+def loop(body: str) -> str:
+    """A loop of `body` running `%id` times, then the block `done`."""
+    return (
+        "  br label %loop\nloop:\n  %i = phi i32 [ 0, %entry ], [ %next, %loop ]\n"
+        + body
+        + "  %next = add i32 %i, 1\n  %more = icmp ult i32 %next, %id\n"
+        "  br i1 %more, label %loop, label %done\ndone:\n"
+    )
+
+
 SHAPES = {
     "in the entry block": (printf(), 1),
     "two in a row": (printf() + printf(), 2),
@@ -82,13 +96,24 @@ SHAPES = {
         "done:\n",
         0,
     ),
-    "after a loop": (
-        "  br label %loop\nloop:\n  %i = phi i32 [ 0, %entry ], [ %next, %loop ]\n"
-        "  %next = add i32 %i, 1\n  %more = icmp ult i32 %next, %id\n"
-        "  br i1 %more, label %loop, label %done\n"
-        "done:\n" + printf(),
+    "after a loop": (loop("") + printf(), 1),
+    "after a loop of plain loads": (
+        loop("  %seen = load i32, ptr addrspace(7) %abort, align 4\n") + printf(),
+        1,
+    ),
+    "after a loop of atomic loads": (
+        loop("  %seen = load atomic i32, ptr addrspace(7) %abort monotonic, align 4\n") + printf(),
         0,
     ),
+    "after a loop of volatile loads": (
+        loop("  %seen = load volatile i32, ptr addrspace(7) %abort, align 4\n") + printf(),
+        0,
+    ),
+    "after a loop of atomic adds": (
+        loop("  %seen = atomicrmw add ptr addrspace(7) %abort, i32 1 monotonic, align 4\n") + printf(),
+        0,
+    ),
+    "after a loop that calls a function": (loop("  call void @other()\n") + printf(), 0),
     "after a return some invocations take": (
         ODD + "  br i1 %odd, label %early, label %go\nearly:\n  ret void\ngo:\n" + printf(),
         0,
@@ -102,6 +127,22 @@ SHAPES = {
         1,
     ),
     "after a call of a function": ("  call void @other()\n" + printf(), 0),
+    "after a call of a function on a way to an abort": (
+        ODD
+        + "  br i1 %odd, label %fail, label %go\nfail:\n  call void @other()\n"
+        + call(ABORT, "%abort", "m", [("i32", "%id")])
+        + "  unreachable\ngo:\n"
+        + printf(),
+        0,
+    ),
+    "after a barrier of the whole block": (
+        "  call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)\n" + printf(),
+        1,
+    ),
+    "after a barrier of some of its threads": (
+        "  call void @llvm.nvvm.barrier.cta.sync.count(i32 1, i32 64)\n" + printf(),
+        0,
+    ),
     "after a call of an intrinsic": ("  %m = call i32 @llvm.smax.i32(i32 %id, i32 3)\n" + printf(), 1),
     "before a call of a function": (printf() + "  call void @other()\n", 1),
     "to a buffer chosen at run time": (
@@ -160,7 +201,7 @@ def test_the_ptx_waits_three_times_and_adds_once_to_the_buffer():
         subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", str(path.with_suffix(".cubin"))], check=True)
 
 
-def test_control_flow_finds_cycles_ancestors_and_the_blocks_every_return_passes():
+def test_control_flow_finds_cycles_and_what_runs_before_a_block():
     text = (
         "define void @f(i1 %c) {\nentry:\n  br i1 %c, label %loop, label %side\n"
         "loop:\n  br i1 %c, label %loop, label %join\n"
@@ -168,8 +209,7 @@ def test_control_flow_finds_cycles_ancestors_and_the_blocks_every_return_passes(
         "stop:\n  unreachable\n"
         "join:\n  ret void\n}\n"
     )
-    function = next(Module.parse(text).definitions())
-    flow = ControlFlow(function)
+    flow = ControlFlow(next(Module.parse(text).definitions()))
     entry, loop, side, stop, join = (flow.index[name] for name in ("entry", "loop", "side", "stop", "join"))
     assert [flow.on_cycle(block) for block in (entry, loop, side, stop, join)] == [
         False,
@@ -178,9 +218,9 @@ def test_control_flow_finds_cycles_ancestors_and_the_blocks_every_return_passes(
         False,
         False,
     ]
-    assert flow.ancestors(join) == {entry, loop, side, join}
-    assert flow.on_every_return_path(join) and flow.on_every_return_path(entry)
-    assert not flow.on_every_return_path(loop) and not flow.on_every_return_path(side)
+    assert flow.returns == {join}
+    assert flow.before(join) == {entry, loop, side, stop} and flow.before(entry) == set()
+    assert flow.before(side) == {entry, loop, join} and flow.before(loop) == {entry, side, stop, join}
 
 
 # On the GPU.

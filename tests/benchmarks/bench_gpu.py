@@ -798,19 +798,20 @@ GATE_DWORDS = 6  # the largest entry of the gate variants: header, invocation ID
 
 
 def gate_variants(steps: int = GATE_STEPS) -> dict[str, LoweredModule]:
-    """The compute kernel of (d), its printf reached by every invocation, lowered for nvptx with each
-    printf gate; and the kernel without the printf."""
+    """The compute kernel of (d), its printf reached by every invocation, lowered for the nvptx device
+    with each printf gate, and with one atomic a warp; and the kernel without the printf."""
     reached = compute_ir(True, steps).replace("br i1 %nan, label %report, label %store", "br label %report")
     options: dict[str, dict] = {
         "every invocation prints": {},
+        "every invocation prints, per warp": {"target": variant("per warp")},
         "--verbose, every invocation prints": {"verbose": True},
         "--only-invocations 0": {"only_invocations": ((0, 0),)},
         "--only-invocations 0-31 (one warp)": {"only_invocations": ((0, 31),)},
         "--max-lines-per-site 1": {"max_lines_per_site": 1},
     }
-    variants = {"without": lower_sources([Source("gates.ll", compute_ir(False, steps))], "nvptx")}
+    variants = {"without": lower_sources([Source("gates.ll", compute_ir(False, steps))], NVPTX)}
     for name, chosen in options.items():
-        variants[name] = lower_sources([Source("gates.ll", reached)], "nvptx", **chosen)
+        variants[name] = lower_sources([Source("gates.ll", reached)], **{"target": NVPTX, **chosen})
     return variants
 
 
