@@ -9,7 +9,9 @@ aborts among printfs) reserve this way too: the nvptx device's kernel allows it.
 
 from __future__ import annotations
 
+import random
 import shutil
+import struct
 import subprocess
 import tempfile
 from collections import Counter
@@ -24,9 +26,12 @@ from lowering.devices.nvptx import KERNEL_TARGET, kernel_ptx
 from lowering.ir.control_flow import ControlFlow
 from lowering.ir.model import Module
 from lowering.lowered_module import Source
+from lowering.passes.helpers import PRINTF as PRINTF_KIND
+from lowering.passes.helpers import HelperSet
 from lowering.pipeline import lower_sources
 from lowering.targets.target import Target
-from metadata.wire import HEADER_BYTES
+from metadata.wire import HEADER_BYTES, entry_header
+from tests.warp_interpreter import FULL, LANES, Memory, Scheduler, Warp
 
 BARRIER = "call void @llvm.nvvm.barrier.cta.sync.all(i32 0)"
 BARRIERS_A_CALL = 3
@@ -168,12 +173,17 @@ def test_a_printf_in_a_function_the_entry_calls_reserves_for_its_warp():
 
 @pytest.mark.parametrize(
     "options",
-    [{"verbose": True}, {"only_invocations": ((0, 9),)}, {"max_lines_per_site": 2}],
-    ids=["verbose", "only-invocations", "max-lines-per-site"],
+    [{"only_invocations": ((0, 9),)}, {"max_lines_per_site": 2}, {"verbose": True, "max_lines_per_site": 2}],
+    ids=["only-invocations", "max-lines-per-site", "verbose-and-max-lines-per-site"],
 )
-def test_a_gated_printf_reserves_for_its_warp(options):
-    """A gate keeps some threads from the reservation, so from the block's barriers."""
+def test_a_printf_behind_a_gate_that_stops_some_calls_reserves_for_its_warp(options):
+    """Such a gate keeps some threads from the reservation, so from the block's barriers."""
     assert block_reserved(program(printf()), **options) == 0
+
+
+def test_a_verbose_printf_reserves_for_its_thread_block():
+    """`--verbose` lets every call through: it only writes the invocation ID."""
+    assert block_reserved(program(printf()), verbose=True) == 1
 
 
 @pytest.mark.parametrize("target", ["nvptx", "cpu", "amdpal"])
@@ -221,6 +231,128 @@ def test_control_flow_finds_cycles_and_what_runs_before_a_block():
     assert flow.returns == {join}
     assert flow.before(join) == {entry, loop, side, stop} and flow.before(entry) == set()
     assert flow.before(side) == {entry, loop, join} and flow.before(loop) == {entry, side, stop, join}
+
+
+# On thread blocks of the warp interpreter: the helpers' IR as the lowering builds it, warps taking turns
+# at random at every atomic and barrier (`warp_interpreter.Scheduler`).
+
+BUFFER = "ptr addrspace(1)"
+BASE = 0x1000_0000  # the buffer's address
+SHARED = 1 << 40  # each thread block's two shared words, 4 KiB apart
+FORMAT_ID = 0x1234_5678_9ABC
+PACKING = {"i32": "<I", "i64": "<Q", "float": "<f", "double": "<d"}
+LAYOUTS = [["i32"], ["i32", "i64", "double"], ["i32", "float", "float", "float", "i64"]]
+
+
+def run_blocks(
+    types: list[str], blocks: list[list[int]], offset: int, capacity: int, seed: int
+) -> tuple[Memory, dict[tuple[int, int, int], bytes], int, list[Warp]]:
+    """Every lane of `blocks` (each a list of warps' masks) calls the thread block's printf helper of
+    `types` on one buffer whose bufferOffset is `offset` and capacity `capacity`: the memory after, each
+    lane's entry (by block, warp, lane), the entry's dwords, and the warps."""
+    helpers = HelperSet("t.")
+    helper = helpers.get(PRINTF_KIND, BUFFER, tuple((t, "") for t in types), False, False, per_block=True)
+    function = helpers.module(KERNEL_TARGET).get_global(helper.name)
+    memory = Memory()
+    memory.write(BASE, struct.pack("<QII", offset, capacity, 0))
+    scheduler, rng = Scheduler(seed), random.Random(seed)
+    header = entry_header(FORMAT_ID, helper.entry_dwords)
+    entries, warps = {}, []
+    for block, masks in enumerate(blocks):
+        shared = {"t.block.total": SHARED + 4096 * block, "t.block.base": SHARED + 4096 * block + 8}
+        memory.write(SHARED + 4096 * block, rng.randbytes(16))  # what the block before left there
+        for number, mask in enumerate(masks):
+            warp = Warp(memory=memory, globals=shared)
+            arguments = []
+            for lane in range(LANES):
+                values = [_value(ir_type, rng) for ir_type in types]
+                arguments.append([BASE, header, *values])
+                if mask >> lane & 1:
+                    packed = b"".join(struct.pack(PACKING[t], v) for t, v in zip(types, values, strict=True))
+                    entries[(block, number, lane)] = struct.pack("<Q", header) + packed
+            scheduler.add(warp, block, function, mask, arguments)
+            warps.append(warp)
+    scheduler.run()
+    return memory, entries, helper.entry_dwords, warps
+
+
+def _value(ir_type: str, rng: random.Random) -> int | float:
+    if ir_type in ("float", "double"):
+        return rng.randrange(1 << 12) / 8  # exact in either
+    return rng.randrange(1 << (32 if ir_type == "i32" else 64))
+
+
+def check_blocks(
+    types: list[str], blocks: list[list[int]], offset: int = 0, room: float = 2.0, seed: int = 0
+) -> list[Warp]:
+    """The buffer holds each lane's entry once, back to back from `offset`, as far as they fit whole;
+    bufferOffset counts every lane's; nothing else is written but the shared words."""
+    lanes = sum(bin(mask).count("1") for masks in blocks for mask in masks)
+    dwords = (
+        HelperSet("t.").get(PRINTF_KIND, BUFFER, tuple((t, "") for t in types), False, False).entry_dwords
+    )
+    capacity = offset + int(room * lanes * dwords)
+    memory, entries, size, warps = run_blocks(types, blocks, offset, capacity, seed)
+    assert struct.unpack("<Q", memory.read(BASE, 8))[0] == offset + lanes * size
+    remaining = set(entries.values())
+    assert len(remaining) == lanes  # the values are random enough to tell the lanes apart
+    at = offset
+    while at + size <= min(capacity, offset + lanes * size):
+        entry = memory.read(BASE + 16 + 4 * at, 4 * size)
+        assert entry in remaining, f"dword {at} holds no lane's entry"
+        remaining.remove(entry)
+        at += size
+    assert len(remaining) * size == offset + lanes * size - at
+    written = memory.written(BASE + 16, SHARED)
+    assert set(written) <= set(range(BASE + 16 + 4 * offset, BASE + 16 + 4 * at))
+    return warps
+
+
+def full_warps_wrote_together(warps: list[Warp], masks: list[int]) -> bool:
+    """Whether each full warp's stores to global memory were whole rows of consecutive bytes."""
+    for warp, mask in zip(warps, masks, strict=True):
+        stores = [lanes for space, lanes in warp.stores if space == 1]
+        if mask == FULL and not all(
+            len(lanes) == LANES and all(lanes[lane][0] == lanes[0][0] + lane * lanes[0][1] for lane in lanes)
+            for lanes in stores
+        ):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("types", LAYOUTS, ids=lambda types: "-".join(types))
+@pytest.mark.parametrize("seed", range(3))
+def test_a_thread_blocks_full_warps_write_every_entry_once_together(types, seed):
+    masks = [FULL] * 8
+    warps = check_blocks(types, [masks], offset=5 * seed, seed=seed)
+    assert full_warps_wrote_together(warps, masks)
+
+
+@pytest.mark.parametrize(
+    "masks",
+    [
+        [FULL, FULL, 0x0000_FFFF],
+        [0x0000_0001],
+        [0xF0F0_F0F0, FULL, 0x8000_0001, 0x7FFF_FFFE],
+        [FULL, 0x1234_5678],
+    ],
+    ids=["a-partial-last-warp", "one-lane", "lanes-gone-anywhere", "two-warps"],
+)
+@pytest.mark.parametrize("seed", range(3))
+def test_a_thread_block_of_partial_warps_writes_every_entry_once(masks, seed):
+    check_blocks(["i32", "i64", "double"], [masks], seed=seed)
+
+
+@pytest.mark.parametrize("room", [0.0, 0.3, 0.5, 0.97, 1.0])
+@pytest.mark.parametrize("seed", range(2))
+def test_thread_blocks_filling_the_buffer_keep_whole_entries_and_count_every_dword(room, seed):
+    check_blocks(
+        ["i32", "float", "float", "float", "i64"],
+        [[FULL, 0x00FF_FFFF, FULL], [FULL, 0x0000_0007]],
+        3,
+        room,
+        seed,
+    )
 
 
 # On the GPU.
@@ -279,3 +411,23 @@ def test_a_buffer_filling_under_thread_blocks_keeps_whole_entries_and_counts_eve
     assert printed <= expected_lines(invocations) and max(printed.values()) == 1
     written = sum({"a": 3, "l": 4, "b": 5}[line[0]] for line in printed)
     assert capacity - 5 < written <= capacity and result.printf.dropped_dwords == dwords - capacity
+
+
+@gpu
+@pytest.mark.gpu
+def test_verbose_printfs_reserving_for_their_thread_blocks_print_what_the_cpu_prints():
+    """`--verbose` entries carry the invocation ID and the site, and are stored a lane at a time."""
+    invocations = 100_003
+    assert block_reserved(MIXED, verbose=True) == 2
+    texts = [
+        Counter(
+            "".join(
+                run_ir(MIXED, device=device, invocations=invocations, verbose=True).printf.text_chunks(
+                    verbose=True
+                )
+            ).splitlines()
+        )
+        for device in ("cpu", "nvptx")
+    ]
+    assert texts[0] == texts[1] and sum(texts[0].values()) == 2 * invocations + len(range(0, invocations, 3))
+    assert all(line.startswith("[@main call ") and ", invocation " in line for line in texts[0])

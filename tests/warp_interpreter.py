@@ -7,11 +7,17 @@ true side run to the branch's immediate post-dominator, then those of the false 
 go on together. A warp-synchronous intrinsic checks that every lane its mask names is executing it
 (else the GPU's behaviour would be undefined: the interpreter raises). Memory is sparse bytes, zero
 where never written; pointers are integers.
+
+Warps of thread blocks run together under a `Scheduler`: a thread each, one running at a time, the
+turn passing to a warp chosen at random (seeded) at every atomic and every block barrier
+(`barrier.sync`), which completes once every lane of the block that has not returned is there.
 """
 
 from __future__ import annotations
 
+import random
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -92,6 +98,8 @@ class Warp:
     globals: dict[str, int] = field(default_factory=dict)
     registers: dict[str, list[int]] = field(default_factory=dict)
     stores: list[tuple[int, dict[int, tuple[int, int]]]] = field(default_factory=list)
+    scheduler: Scheduler | None = None
+    number: int = 0  # in its scheduler
 
     def run(self, function: ir.Function, mask: int, arguments: Sequence[Sequence]) -> list:
         """Run `function` on the lanes of `mask`, `arguments[lane]` each; what each lane returned. Each
@@ -175,6 +183,8 @@ class _Call:
     def _execute(self, instruction: ins.Instruction, mask: int) -> list:
         if isinstance(instruction, ins.CallInstr):
             return self._call(instruction, mask)
+        if isinstance(instruction, ins.AtomicRMW) and self.warp.scheduler is not None:
+            self.warp.scheduler.switch(self.warp)
         results: list = [None] * LANES
         for lane in _lanes(mask):
             operands = [self._value(operand, lane) for operand in instruction.operands]
@@ -200,6 +210,11 @@ class _Call:
                 },
             ).run()
         name = callee.name
+        if name == "llvm.nvvm.barrier.cta.sync.all":
+            if self.warp.scheduler is None:
+                raise WarpError("a block barrier in a warp that runs alone")
+            self.warp.scheduler.barrier(self.warp, mask)
+            return [None] * LANES
         if name.startswith("llvm.nvvm.read.ptx.sreg."):
             register = name.rpartition(".sreg.")[2]
             special = {"laneid": list(range(LANES)), "lanemask.lt": [(1 << k) - 1 for k in range(LANES)]}
@@ -210,6 +225,113 @@ class _Call:
             return intrinsic(mask, arguments)
         lane_intrinsic = _LANE_INTRINSICS[name.rsplit(".", 1)[0] if name not in _LANE_INTRINSICS else name]
         return [lane_intrinsic(*arguments[lane]) if mask >> lane & 1 else None for lane in range(LANES)]
+
+
+class _Aborted(Exception):  # noqa: N818 - what a warp's thread sees when another warp failed
+    """Another warp of the scheduler failed: this one stops."""
+
+
+@dataclass
+class _Barrier:
+    """A thread block's barrier: the lanes that have not returned, those waiting, and their warps."""
+
+    live: int = 0
+    arrived: int = 0
+    waiting: set[int] = field(default_factory=set)
+
+
+class Scheduler:
+    """Warps of thread blocks running a function together, each in a thread of its own, one at a time."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.condition = threading.Condition()
+        self.warps: list[tuple[Warp, int, ir.Function, int, Sequence[Sequence]]] = []
+        self.barriers: dict[int, _Barrier] = {}
+        self.runnable: set[int] = set()
+        self.turn: int | None = None
+        self.failure: BaseException | None = None
+        self.returned: list[list] = []
+
+    def add(
+        self, warp: Warp, block: int, function: ir.Function, mask: int, arguments: Sequence[Sequence]
+    ) -> None:
+        """A warp of thread block `block` to run `function` on the lanes of `mask` (as `Warp.run`)."""
+        warp.scheduler, warp.number = self, len(self.warps)
+        self.warps.append((warp, block, function, mask, arguments))
+        self.barriers.setdefault(block, _Barrier()).live += len(_lanes(mask))
+
+    def run(self) -> list[list]:
+        """Run every warp to its end; what each lane of each warp returned. Raises what a warp raised,
+        or WarpError when the warps wait on each other for ever."""
+        self.returned = [[] for _ in self.warps]
+        self.runnable = set(range(len(self.warps)))
+        threads = [threading.Thread(target=self._main, args=(number,)) for number in range(len(self.warps))]
+        for thread in threads:
+            thread.start()
+        with self.condition:
+            self._pass()
+        for thread in threads:
+            thread.join()
+        if self.failure is not None:
+            raise self.failure
+        return self.returned
+
+    def switch(self, warp: Warp) -> None:
+        """Give the turn to a warp chosen at random (this one, maybe), and wait for it to come back."""
+        with self.condition:
+            self._pass()
+            self._wait(warp.number)
+
+    def barrier(self, warp: Warp, mask: int) -> None:
+        """The lanes of `mask` arrive at their block's barrier, and wait for it to complete."""
+        with self.condition:
+            barrier = self.barriers[self.warps[warp.number][1]]
+            barrier.arrived += len(_lanes(mask))
+            barrier.waiting.add(warp.number)
+            self.runnable.discard(warp.number)
+            self._complete(barrier)
+            self._pass()
+            self._wait(warp.number)
+
+    def _main(self, number: int) -> None:
+        warp, _, function, mask, arguments = self.warps[number]
+        try:
+            with self.condition:
+                self._wait(number)
+            self.returned[number] = warp.run(function, mask, arguments)
+        except _Aborted:
+            return
+        except BaseException as failure:  # noqa: BLE001 - handed to `run`'s caller
+            with self.condition:
+                self.failure = self.failure or failure
+                self.condition.notify_all()
+            return
+        with self.condition:
+            barrier = self.barriers[self.warps[number][1]]
+            barrier.live -= len(_lanes(mask))  # its lanes return: they no longer hold the barrier up
+            self.runnable.discard(number)
+            self._complete(barrier)
+            self._pass()
+
+    def _complete(self, barrier: _Barrier) -> None:
+        if barrier.waiting and barrier.arrived == barrier.live:
+            self.runnable |= barrier.waiting
+            barrier.waiting.clear()
+            barrier.arrived = 0
+
+    def _pass(self) -> None:
+        """(The condition held.) The turn to a runnable warp; a failure when none is and some wait."""
+        if self.runnable:
+            self.turn = self.rng.choice(sorted(self.runnable))
+        elif any(barrier.waiting for barrier in self.barriers.values()) and self.failure is None:
+            self.failure = WarpError("the warps wait at barriers that never complete")
+        self.condition.notify_all()
+
+    def _wait(self, number: int) -> None:
+        self.condition.wait_for(lambda: self.turn == number or self.failure is not None)
+        if self.failure is not None:
+            raise _Aborted
 
 
 def _constant(constant: ir.Constant):

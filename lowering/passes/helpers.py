@@ -130,6 +130,12 @@ class PrintfGate:
     def takes_counter(self) -> bool:
         return self.line_limit is not None
 
+    @property
+    def lets_some_through(self) -> bool:
+        """Whether some calls stop at the gate (a list of invocations, a line limit): `--verbose` alone
+        lets every call through."""
+        return self.invocations is not None or self.takes_counter
+
 
 # A site's line counter, in the runtime's buffer (a u64 a site).
 COUNTER_TYPE = f"ptr addrspace({INPUT_BUFFER_ADDRESS_SPACE})"
@@ -223,7 +229,7 @@ def define_helper(
     invocation = given["invocation"] if gate.writes_invocation else None
     exit_block = function.append_basic_block("stop" if is_abort else "done")
     reserving = function.append_basic_block("reserve")
-    if gate.invocations is not None or gate.takes_counter:
+    if gate.lets_some_through:
         gate_block = ir.IRBuilder(function.append_basic_block("gate"))
         _pass_gate(gate_block, gate, given, (reserving, exit_block), reserve)
     builder = ir.IRBuilder(reserving)
@@ -487,10 +493,10 @@ class HelperSet:
     ) -> Helper | list[str]:
         """The helper for arguments of `types` (each an IR type and how it is passed: AS_IS,
         SIGN_EXTENDED, ...), or why each argument that cannot be passed cannot (`argument N: ...`).
-        A `per_block` printf helper is aggregated too; the set has no gate then (a gate would keep
-        threads from the block's barriers)."""
+        A `per_block` printf helper is aggregated too; the set's gate lets every call through then
+        (one that stops some would keep their threads from the block's barriers)."""
         gate = self.gate if kind == PRINTF else None
-        assert not (per_block and gate), "a thread block reserves together only where nothing gates it"
+        assert not (per_block and gate and gate.lets_some_through), "a gate keeps threads from the barriers"
         key = (kind, buffer_type, types, aggregated or per_block, outlined, per_block)
         helper = self._by_key.get(key)
         if helper is None:

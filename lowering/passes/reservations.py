@@ -33,10 +33,13 @@ class Reservations:
 
     def by_block(self, call: Call, buffer: Operand) -> bool:
         """Whether the call's thread block reserves together (`block_reservation`): a printf on a target
-        that does, where nothing gates printf, to its entry's own buffer parameter (the same buffer in
-        every thread), at a place every invocation reaches once (`reached_once`)."""
-        context = self.context
-        if call.kind != PRINTF or not context.target.reserves_per_block or context.helpers.gate is not None:
+        that does, where no gate stops some calls (`--verbose` alone stops none), to its entry's own
+        buffer parameter (the same buffer in every thread), at a place every invocation reaches once
+        (`reached_once`)."""
+        context, gate = self.context, self.context.helpers.gate
+        if call.kind != PRINTF or not context.target.reserves_per_block:
+            return False
+        if gate is not None and gate.lets_some_through:
             return False
         if not self._to_entry_parameter(call, buffer):
             return False
