@@ -419,15 +419,11 @@ def test_verbose_printfs_reserving_for_their_thread_blocks_print_what_the_cpu_pr
     """`--verbose` entries carry the invocation ID and the site, and are stored a lane at a time."""
     invocations = 100_003
     assert block_reserved(MIXED, verbose=True) == 2
-    texts = [
-        Counter(
-            "".join(
-                run_ir(MIXED, device=device, invocations=invocations, verbose=True).printf.text_chunks(
-                    verbose=True
-                )
-            ).splitlines()
-        )
+    results = [
+        run_ir(MIXED, device=device, invocations=invocations, verbose=True, buffer_size=48 * invocations)
         for device in ("cpu", "nvptx")
     ]
+    assert [result.printf.dropped_dwords for result in results] == [0, 0]
+    texts = [Counter("".join(result.printf.text_chunks(verbose=True)).splitlines()) for result in results]
     assert texts[0] == texts[1] and sum(texts[0].values()) == 2 * invocations + len(range(0, invocations, 3))
     assert all(line.startswith("[@main call ") and ", invocation " in line for line in texts[0])
