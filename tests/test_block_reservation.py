@@ -17,6 +17,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import llvmlite.ir as ir
 import pytest
 from dprintf_ir import ABORT, DECLARATIONS, PRINTF, call, run_ir, string_global
 
@@ -49,6 +50,8 @@ def program(body: str, extra: str = "") -> str:
         + "declare void @other()\ndeclare i32 @llvm.smax.i32(i32, i32)\n"
         + "declare void @llvm.nvvm.barrier.cta.sync.aligned.all(i32)\n"
         + "declare void @llvm.nvvm.barrier.cta.sync.count(i32, i32)\n"
+        + "declare void @llvm.nvvm.bar.warp.sync(i32)\n"
+        + "declare i32 @llvm.nvvm.shfl.sync.idx.i32(i32, i32, i32, i32)\n"
         + "define void @main(ptr addrspace(7) %buf, ptr addrspace(7) %abort, i32 %id) {\nentry:\n"
         + body
         + "  ret void\n}\n"
@@ -70,6 +73,7 @@ def block_reserved(text: str, target: str | Target = KERNEL_TARGET, **options) -
 
 
 ODD = "  %odd = trunc i32 %id to i1\n"
+WHOLE_BLOCK = "  call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)\n"
 
 
 def loop(body: str) -> str:
@@ -148,6 +152,30 @@ SHAPES = {
         "  call void @llvm.nvvm.barrier.cta.sync.count(i32 1, i32 64)\n" + printf(),
         0,
     ),
+    "after a barrier of the whole block that some invocations skip": (
+        ODD
+        + "  br i1 %odd, label %wait, label %go\nwait:\n"
+        + WHOLE_BLOCK
+        + "  br label %go\ngo:\n"
+        + printf(),
+        0,
+    ),
+    "after a barrier of the whole block in a loop": (loop(WHOLE_BLOCK) + printf(), 0),
+    "after a barrier of the whole block and a shuffle": (
+        WHOLE_BLOCK
+        + "  %got = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 %id, i32 0, i32 31)\n"
+        + printf(),
+        1,
+    ),
+    "after a warp synchronisation some lanes meet elsewhere": (
+        ODD
+        + "  br i1 %odd, label %wait, label %go\nwait:\n  call void @llvm.nvvm.bar.warp.sync(i32 -1)\n"
+        + "  br label %go\ngo:\n"
+        + printf(),
+        0,
+    ),
+    "after inline assembly": ('  call void asm sideeffect "bar.sync 1, 64;", ""()\n' + printf(), 0),
+    "after a loop with a fence": (loop("  fence acquire\n") + printf(), 0),
     "after a call of an intrinsic": ("  %m = call i32 @llvm.smax.i32(i32 %id, i32 3)\n" + printf(), 1),
     "before a call of a function": (printf() + "  call void @other()\n", 1),
     "to a buffer chosen at run time": (
@@ -162,6 +190,19 @@ SHAPES = {
 @pytest.mark.parametrize(("body", "expected"), SHAPES.values(), ids=SHAPES.keys())
 def test_a_printf_reserves_for_its_thread_block_only_where_every_invocation_reaches_it_once(body, expected):
     assert block_reserved(program(body)) == expected
+
+
+def test_a_printf_after_an_invoke_reserves_for_its_warp():
+    """The invoked function could wait; its unwinding path ends in `unreachable`, so the printf's block
+    is one every returning invocation passes."""
+    invoke = (
+        "  invoke void @other() to label %go unwind label %caught\n"
+        "caught:\n  %pad = landingpad { ptr, i32 } cleanup\n  unreachable\ngo:\n"
+    )
+    text = program("").replace(
+        "%id) {\nentry:\n", "%id) personality ptr @personality {\nentry:\n" + invoke + printf()
+    )
+    assert block_reserved(text + "declare i32 @personality(...)\n") == 0
 
 
 def test_a_printf_in_a_function_the_entry_calls_reserves_for_its_warp():
@@ -353,6 +394,52 @@ def test_thread_blocks_filling_the_buffer_keep_whole_entries_and_count_every_dwo
         room,
         seed,
     )
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_two_printfs_one_after_another_each_reserve_for_the_block_and_lose_nothing(seed):
+    """A wrapper calls the 3-dword helper, then the 5-dword one: the second finds the words as the
+    first left them, and every lane's two entries are in the buffer once."""
+    helpers = HelperSet("t.")
+    first, second = (
+        helpers.get(PRINTF_KIND, BUFFER, types, False, False, per_block=True)
+        for types in ((("i32", ""),), (("i32", ""), ("i64", "")))
+    )
+    module = helpers.module(KERNEL_TARGET)
+    calls = [module.get_global(helper.name) for helper in (first, second)]
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    wrapper = ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [calls[0].args[0].type, i64, i64, i32]), "both"
+    )
+    buffer, header1, header2, value = wrapper.args
+    builder = ir.IRBuilder(wrapper.append_basic_block("entry"))
+    builder.call(calls[0], [buffer, header1, value])
+    builder.call(calls[1], [buffer, header2, value, builder.zext(value, i64)])
+    builder.ret_void()
+    memory, scheduler = Memory(), Scheduler(seed)
+    memory.write(BASE, struct.pack("<QII", 7, 1 << 20, 0))
+    memory.write(SHARED, random.Random(seed).randbytes(16))
+    headers = [entry_header(id_, helper.entry_dwords) for id_, helper in ((1, first), (2, second))]
+    masks = [FULL, 0x0F0F_0F0F, 0x8000_0001, FULL]
+    shared = {"t.block.total": SHARED, "t.block.base": SHARED + 8}
+    for number, mask in enumerate(masks):
+        arguments = [[BASE, *headers, number * LANES + lane] for lane in range(LANES)]
+        scheduler.add(Warp(memory=memory, globals=shared), 0, wrapper, mask, arguments)
+    scheduler.run()
+    lanes = [
+        number * LANES + lane
+        for number, mask in enumerate(masks)
+        for lane in range(LANES)
+        if mask >> lane & 1
+    ]
+    end = struct.unpack("<Q", memory.read(BASE, 8))[0]
+    assert end == 7 + len(lanes) * (first.entry_dwords + second.entry_dwords)
+    found, at = [], 7
+    while at < end:
+        header = struct.unpack("<Q", memory.read(BASE + 16 + 4 * at, 8))[0]
+        found.append((header >> 16, struct.unpack("<I", memory.read(BASE + 24 + 4 * at, 4))[0]))
+        at += header & 0xFFFF
+    assert sorted(found) == sorted((id_, lane) for lane in lanes for id_ in (1, 2)) and at == end
 
 
 # On the GPU.

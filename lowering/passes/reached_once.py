@@ -2,15 +2,21 @@
 could wait on another invocation: where a thread block's printf may reserve together
 (`block_reservation`), its threads waiting for each other at barriers.
 
-Such a call is in a block that lies on no cycle and that no invocation can return without passing.
-Before it (in the blocks an invocation can run before it reaches the call's block, and in that block),
-nothing may wait on another invocation, which could be waiting at the barrier for it: no call of a
-function but intrinsics, printf and abort, no barrier of some of the block's threads or of a cluster
-(`.count`, `mbarrier`, `barrier.cluster`; a barrier of the whole block is met by every thread before
-the call), and no loop that reads memory in a way meant to see other invocations' writes (atomic or
-volatile loads, read-modify-writes): a loop of plain loads cannot wait on another invocation, for LLVM
-may assume no other thread writes what it reads. An invocation
-that stops on the way (an abort's trap, a check that ends it) exits, which releases the barrier.
+Such a call is in a block that lies on no cycle and that no invocation can return without passing (a
+once block). Before it (in the blocks an invocation can run before it reaches the call's block, and
+in that block), nothing may wait on another invocation, which could be waiting at the barrier for it:
+
+- no call of a function (intrinsics, printf and abort aside), no inline assembly, no `invoke`;
+- no barrier of some of the block's threads or of a cluster, no `mbarrier`;
+- a barrier of the whole block or a warp-synchronous intrinsic (`bar.warp.sync`, `shfl.sync`, ...)
+  only in a once block: elsewhere some threads could meet it while others meet the printf's barrier
+  in its place, and the phases would pair out of step;
+- no loop that reads memory in a way meant to see other invocations' writes (atomic or volatile
+  loads, read-modify-writes, fences): a loop of plain loads alone cannot wait on another invocation,
+  for LLVM may assume no other thread writes what it reads.
+
+An invocation that stops on the way (an abort's trap, a check that ends it) exits, which releases the
+barrier.
 """
 
 from __future__ import annotations
@@ -22,9 +28,14 @@ from ..ir.lexer import bare_name
 from ..ir.model import Block, Function, Instruction
 from .calls import CALLEE_NAMES
 
-_WAITLESS_CALLEES = ("llvm.", *CALLEE_NAMES.values())  # calls that never wait on another invocation
-_WAITING_INTRINSICS = re.compile(r"llvm\.nvvm\.(?:mbarrier\..*|barrier\.cluster\..*|barrier\.cta\..*\.count)")
+_CALLS = frozenset({"call", "invoke", "callbr"})
+_NEVER_WAIT = ("llvm.", *CALLEE_NAMES.values())  # callees that wait on no other invocation, but:
+_WAIT = re.compile(r"llvm\.nvvm\.(?:mbarrier\..*|barrier\.cluster\..*|barrier\.cta\..*\.count)")
+_SYNCHRONISE = re.compile(r"llvm\.nvvm\.(?:barrier\.cta\..*|bar\.warp\.sync|.*\.sync(?:\..*)?)")
 _READ_MODIFY_WRITES = frozenset({"atomicrmw", "cmpxchg"})
+
+# What an instruction does that could wait on another invocation (`_waiting`).
+_NOTHING, _IN_ONCE_BLOCKS_ONLY, _ALWAYS = 0, 1, 2
 
 
 def reaches_once(function: Function) -> frozenset[int]:
@@ -32,43 +43,52 @@ def reaches_once(function: Function) -> frozenset[int]:
     stops, with nothing before them that could wait on another invocation."""
     blocks = function.blocks or []
     flow = ControlFlow(function)
-    waits = [_may_wait(block, flow.on_cycle(number)) for number, block in enumerate(blocks)]
+    befores = [flow.before(number) for number in range(len(blocks))]
+    once = [not flow.on_cycle(number) and not befores[number] & flow.returns for number in range(len(blocks))]
+    waits = [_may_wait(block, flow.on_cycle(number), once[number]) for number, block in enumerate(blocks)]
     found: set[int] = set()
     for number, block in enumerate(blocks):
-        before = flow.before(number)
-        if flow.on_cycle(number) or before & flow.returns or any(waits[other] for other in before):
+        if not once[number] or any(waits[other] for other in befores[number]):
             continue
         for instruction in block.instructions:
             found.add(id(instruction))
-            if _calls_a_function(instruction):
+            if _waiting(instruction) == _ALWAYS:
                 break
     return frozenset(found)
 
 
-def _may_wait(block: Block, on_cycle: bool) -> bool:
-    """Whether running the block could wait on another invocation: it calls a function, or it lies on
-    a cycle and reads memory that other invocations write at the same time."""
-    return any(
-        _calls_a_function(instruction) or (on_cycle and _synchronises(instruction))
-        for instruction in block.instructions
-    )
+def _may_wait(block: Block, on_cycle: bool, once: bool) -> bool:
+    """Whether running the block could wait on another invocation: a call or intrinsic that may, a
+    synchronising intrinsic outside a once block, or, on a cycle, a read of memory meant to see what
+    other invocations write at the same time."""
+    for instruction in block.instructions:
+        waiting = _waiting(instruction)
+        if waiting == _ALWAYS or (waiting == _IN_ONCE_BLOCKS_ONLY and not once):
+            return True
+        if on_cycle and _synchronises(instruction):
+            return True
+    return False
 
 
-def _calls_a_function(instruction: Instruction) -> bool:
-    """Whether the instruction calls something that could wait on another invocation (inline assembly
-    included)."""
-    if "call" not in instruction.text:
-        return False
+def _waiting(instruction: Instruction) -> int:
+    """Whether the instruction could wait on another invocation: `_NOTHING`, `_IN_ONCE_BLOCKS_ONLY` (a
+    barrier of the whole block, a warp-synchronous intrinsic) or `_ALWAYS` (a function, inline assembly,
+    a barrier of part of the block or of a cluster)."""
+    if instruction.opcode not in _CALLS:
+        return _NOTHING
     call = instruction.call()
-    if call is None:
-        return False
+    if call is None or instruction.opcode == "invoke":
+        return _ALWAYS
     callee = bare_name(call.callee)
-    return not callee.startswith(_WAITLESS_CALLEES) or _WAITING_INTRINSICS.fullmatch(callee) is not None
+    if not callee.startswith(_NEVER_WAIT) or _WAIT.fullmatch(callee):
+        return _ALWAYS
+    return _IN_ONCE_BLOCKS_ONLY if _SYNCHRONISE.fullmatch(callee) else _NOTHING
 
 
 def _synchronises(instruction: Instruction) -> bool:
-    """Whether the instruction reads memory to see other invocations' writes."""
+    """Whether the instruction reads memory to see other invocations' writes, or orders such reads (a
+    fence: the plain loads after it in a loop may be meant to see them)."""
     opcode = instruction.opcode
-    if opcode in _READ_MODIFY_WRITES:
+    if opcode in _READ_MODIFY_WRITES or opcode == "fence":
         return True
     return opcode == "load" and any(word in instruction.text.split() for word in ("atomic", "volatile"))
