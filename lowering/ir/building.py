@@ -7,6 +7,7 @@ from llvmlite.ir.instructions import StoreAtomicInstr
 
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
+SHARED_ADDRESS_SPACE = 3  # NVPTX's shared memory: one copy a thread block
 
 
 def constant(value: int, type_: ir.IntType = I64) -> ir.Constant:
@@ -38,6 +39,17 @@ def internal_function(
     for argument, (_, parameter) in zip(function.args, parameters, strict=True):
         argument.name = parameter
     return function
+
+
+def shared_variable(module: ir.Module, name: str, value_type: ir.Type, align: int) -> ir.GlobalVariable:
+    """A new internal variable of `value_type` in shared memory, uninitialised (a thread block finds
+    what the one before it left), behind an opaque pointer, as the buffers are."""
+    variable = ir.GlobalVariable(module, value_type, name, addrspace=SHARED_ADDRESS_SPACE)
+    variable.type = ir.PointerType(addrspace=SHARED_ADDRESS_SPACE)
+    variable.linkage = "internal"
+    variable.initializer = ir.Constant(value_type, ir.Undefined)
+    variable.align = align
+    return variable
 
 
 def store_atomic(

@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..ir.building import I32, I64, constant, declared
+from ..ir.building import I32, I64, constant, declared, shared_variable
 from .warp_aggregation import WarpReservation, leader_only, shared_reservation, warp_group
-
-_SHARED_ADDRESS_SPACE = 3
 
 
 class BlockState:
@@ -39,17 +37,8 @@ class BlockState:
     block's 1,024 threads reserve at most 2^26) and the first dword of the block's region (`base`)."""
 
     def __init__(self, module: ir.Module, prefix: str) -> None:
-        self.total = _shared(module, f"{prefix}block.total", I32)
-        self.base = _shared(module, f"{prefix}block.base", I64)
-
-
-def _shared(module: ir.Module, name: str, value_type: ir.Type) -> ir.GlobalVariable:
-    variable = ir.GlobalVariable(module, value_type, name, addrspace=_SHARED_ADDRESS_SPACE)
-    variable.type = ir.PointerType(addrspace=_SHARED_ADDRESS_SPACE)  # opaque, as the buffers are
-    variable.linkage = "internal"
-    variable.initializer = ir.Constant(value_type, ir.Undefined)
-    variable.align = value_type.width // 8
-    return variable
+        self.total = shared_variable(module, f"{prefix}block.total", I32, 4)
+        self.base = shared_variable(module, f"{prefix}block.base", I64, 8)
 
 
 def emit_block_reservation(

@@ -36,7 +36,7 @@ import llvmlite.ir as ir
 
 from metadata.wire import OFFSET_CLAMP_DWORDS
 
-from ..ir.building import I32, I64, constant, declared
+from ..ir.building import I32, I64, constant, declared, shared_variable
 from ..targets.target import NVPTX_BLOCK_THREADS, WARP_LANES
 from .warp_aggregation import WarpReservation, shuffle, warp_intrinsic
 
@@ -45,7 +45,6 @@ SCRATCH_WARPS = NVPTX_BLOCK_THREADS // WARP_LANES  # a warp of a larger thread b
 PIECE_DWORDS = 4  # the widest store: 16 bytes
 _FULL_WARP = (1 << WARP_LANES) - 1
 _LANE_BITS = WARP_LANES.bit_length() - 1  # a lane's bits in a thread or dword number
-_SHARED_ADDRESS_SPACE = 3
 
 
 def whole_warp_region(
@@ -131,11 +130,7 @@ class Scratch:
     def __init__(self, module: ir.Module, name: str, dwords: int) -> None:
         self.dwords = dwords
         array = ir.ArrayType(I32, SCRATCH_WARPS * WARP_LANES * dwords)
-        self.array = ir.GlobalVariable(module, array, name, addrspace=_SHARED_ADDRESS_SPACE)
-        self.array.type = ir.PointerType(addrspace=_SHARED_ADDRESS_SPACE)  # opaque, as the buffers are
-        self.array.linkage = "internal"
-        self.array.initializer = ir.Constant(array, ir.Undefined)
-        self.array.align = 16
+        self.array = shared_variable(module, name, array, 16)
 
     def warp(self, builder: ir.IRBuilder) -> ir.Value:
         """The warp's number in its thread block (an i32): its threads' linear index over 32."""
