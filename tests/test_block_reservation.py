@@ -29,6 +29,7 @@ from lowering.ir.model import Module
 from lowering.lowered_module import Source
 from lowering.passes.helpers import PRINTF as PRINTF_KIND
 from lowering.passes.helpers import HelperSet
+from lowering.passes.reached_once import reaches_once
 from lowering.pipeline import lower_sources
 from lowering.targets.target import Target
 from metadata.wire import HEADER_BYTES, entry_header
@@ -252,26 +253,116 @@ def test_the_ptx_waits_three_times_and_adds_once_to_the_buffer():
         subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", str(path.with_suffix(".cubin"))], check=True)
 
 
-def test_control_flow_finds_cycles_and_what_runs_before_a_block():
+def test_control_flow_finds_cycles_and_dominators():
     text = (
         "define void @f(i1 %c) {\nentry:\n  br i1 %c, label %loop, label %side\n"
         "loop:\n  br i1 %c, label %loop, label %join\n"
         "side:\n  br i1 %c, label %stop, label %join\n"
         "stop:\n  unreachable\n"
-        "join:\n  ret void\n}\n"
+        "join:\n  ret void\n"
+        "dead:\n  br label %join\n}\n"
     )
     flow = ControlFlow(next(Module.parse(text).definitions()))
-    entry, loop, side, stop, join = (flow.index[name] for name in ("entry", "loop", "side", "stop", "join"))
-    assert [flow.on_cycle(block) for block in (entry, loop, side, stop, join)] == [
-        False,
-        True,
-        False,
-        False,
-        False,
-    ]
-    assert flow.returns == {join}
-    assert flow.before(join) == {entry, loop, side, stop} and flow.before(entry) == set()
-    assert flow.before(side) == {entry, loop, join} and flow.before(loop) == {entry, side, stop, join}
+    entry, loop, side, stop, join, dead = (
+        flow.index[name] for name in ("entry", "loop", "side", "stop", "join", "dead")
+    )
+    assert flow.cyclic == {loop} and flow.returns == {join} and dead not in flow.reachable
+    assert all(flow.dominates(entry, block) for block in (entry, loop, side, stop, join))
+    assert flow.dominates(side, stop) and not flow.dominates(side, join) and not flow.dominates(loop, join)
+    assert flow.common_dominator([stop, join]) == entry and flow.common_dominator([stop]) == stop
+    assert flow.common_dominator([dead]) is None and not flow.dominates(dead, join)
+
+
+# Random control flow: the fast analysis against the definitions, walked the slow way.
+WAITING_LINES = {
+    "call": "  call void @other()\n",
+    "barrier": WHOLE_BLOCK,
+    "fence": "  fence acquire\n",
+    "plain": "  %plain{n} = add i32 %id, {n}\n",
+}
+
+
+def random_function(rng: random.Random) -> tuple[str, list[list[int]], list[str]]:
+    """IR of `@main` with random blocks: each holds a printf, one of `WAITING_LINES` and a random
+    terminator (`ret`, `unreachable`, a branch, a conditional branch). Also each block's successors
+    and kind."""
+    count = rng.randint(1, 9)
+    body, successors, kinds = "", [], []
+    for number in range(count):
+        kind = rng.choice(list(WAITING_LINES))
+        ending = rng.choice(["ret", "unreachable", "br", "cond", "cond"])
+        targets = [rng.randrange(1, count) for _ in range(2)] if count > 1 else []
+        if not targets:
+            ending = rng.choice(["ret", "unreachable"])
+        body += (f"b{number}:\n" if number else "") + WAITING_LINES[kind].format(n=number) + printf()
+        if ending == "ret":
+            body += "  ret void\n"
+            targets = []
+        elif ending == "unreachable":
+            body += "  unreachable\n"
+            targets = []
+        elif ending == "br":
+            targets = targets[:1]
+            body += f"  br label %b{targets[0]}\n"
+        else:
+            body += f"  br i1 %odd, label %b{targets[0]}, label %b{targets[1]}\n"
+        successors.append(targets)
+        kinds.append(kind)
+    return program(ODD + body).replace("  ret void\n}\n", "}\n"), successors, kinds
+
+
+def walked(successors: list[list[int]], starts: list[int], avoiding: int | None = None) -> set[int]:
+    seen, pending = set(), [start for start in starts if start != avoiding]
+    while pending:
+        block = pending.pop()
+        if block not in seen:
+            seen.add(block)
+            pending += [following for following in successors[block] if following != avoiding]
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_the_analysis_agrees_with_walking_the_paths(seed):
+    """A block qualifies when the entry reaches it, it lies on no cycle, no return can be reached
+    without passing it, and nothing that may wait can be run before it: a call anywhere, a barrier
+    outside such blocks, a fence on a cycle."""
+    text, successors, kinds = random_function(random.Random(seed))
+    function = next(f for f in Module.parse(text).definitions() if f.name == "main")
+    flow = ControlFlow(function)
+    reachable = walked(successors, [0])
+    returns = {
+        block
+        for block, targets in enumerate(successors)
+        if not targets and "ret void" in str(function.blocks[block])
+    }
+    cyclic = {block for block in range(len(successors)) if block in walked(successors, successors[block])}
+    assert flow.reachable == reachable and flow.cyclic == cyclic and flow.returns == returns
+    for first in range(len(successors)):
+        before = walked(successors, [0], avoiding=first)
+        assert [flow.dominates(first, block) for block in reachable] == [
+            first in reachable and (block == first or block not in before) for block in reachable
+        ]
+    once = {
+        block
+        for block in reachable
+        if block not in cyclic and not walked(successors, [0], avoiding=block) & returns
+    }
+
+    def waits(block: int) -> bool:
+        kind = kinds[block]
+        return (
+            kind == "call"
+            or (kind == "barrier" and block not in once)
+            or (kind == "fence" and block in cyclic)
+        )
+
+    expected = {
+        block for block in once if not any(waits(other) for other in walked(successors, [0], avoiding=block))
+    }
+    found = reaches_once(function)
+    assert {
+        block for block in range(len(successors)) if id(function.blocks[block].instructions[0]) in found
+    } == expected
 
 
 # On thread blocks of the warp interpreter: the helpers' IR as the lowering builds it, warps taking turns

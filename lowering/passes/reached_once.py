@@ -40,17 +40,30 @@ _NOTHING, _IN_ONCE_BLOCKS_ONLY, _ALWAYS = 0, 1, 2
 
 def reaches_once(function: Function) -> frozenset[int]:
     """The `id`s of the instructions of `function` that every invocation reaches exactly once unless it
-    stops, with nothing before them that could wait on another invocation."""
+    stops, with nothing before them that could wait on another invocation.
+
+    A once block dominates every return; what an invocation can run before a block is every block the
+    block does not dominate. So the blocks with nothing waiting before them are those that dominate
+    every block that may wait, that is their nearest common dominator."""
     blocks = function.blocks or []
     flow = ControlFlow(function)
-    befores = [flow.before(number) for number in range(len(blocks))]
-    once = [not flow.on_cycle(number) and not befores[number] & flow.returns for number in range(len(blocks))]
-    waits = [_may_wait(block, flow.on_cycle(number), once[number]) for number, block in enumerate(blocks)]
+    last_return = flow.common_dominator(flow.returns)
+    once = {
+        block
+        for block in flow.reachable
+        if not flow.on_cycle(block) and (last_return is None or flow.dominates(block, last_return))
+    }
+    waiting = [
+        block
+        for block in sorted(flow.reachable)
+        if _may_wait(blocks[block], flow.on_cycle(block), block in once)
+    ]
+    first_wait = flow.common_dominator(waiting)
     found: set[int] = set()
-    for number, block in enumerate(blocks):
-        if not once[number] or any(waits[other] for other in befores[number]):
+    for block in once:
+        if first_wait is not None and not flow.dominates(block, first_wait):
             continue
-        for instruction in block.instructions:
+        for instruction in blocks[block].instructions:
             found.add(id(instruction))
             if _waiting(instruction) == _ALWAYS:
                 break
