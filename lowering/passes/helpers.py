@@ -235,7 +235,8 @@ def define_helper(
     builder = ir.IRBuilder(reserving)
     together = _writes_together(helper, target)
     reservation = None
-    if helper.per_block and block_state is not None:
+    if helper.per_block:
+        assert block_state is not None, "HelperSet.module makes the block's words for its per-block helpers"
         reservation = emit_block_reservation(builder, buffer, size, block_state)
         old = reservation.old
     elif together:
