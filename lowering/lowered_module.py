@@ -6,13 +6,11 @@ importing the pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from metadata.call_sites import LineLimit
-from metadata.instrumentation import InstrumentationTable
-from metadata.races import RaceTable
 from metadata.table import FormatTable
-from metadata.validation import ValidationTable
 
 from .targets.target import Target
 
@@ -33,19 +31,13 @@ class LoweredModule:
     table: FormatTable
     target: Target
     warnings: tuple[str, ...] = ()  # what the pass did that a user should know (calls it removed)
-    validation: ValidationTable | None = None  # the check sites, when lowered with `validate`
-    instrumentation: InstrumentationTable | None = None  # the blocks, when lowered with `instrument`
-    listing: tuple[tuple[str, int | None], ...] = ()  # instrumented: the IR before, lines with their block
-    races: RaceTable | None = None  # the recorded sites and shadows, when lowered with `races`
-    line_limit: LineLimit | None = None  # with `max_lines_per_site`: the limit and the counted sites
+    parts: Mapping[str, Any] = field(default_factory=dict)  # each enabled feature's, by its name
 
     def document(self) -> dict:
         """The metadata document keys besides the format-string table that the ELF note carries."""
-        return tables_document(self.validation, self.instrumentation, self.races, self.line_limit)
+        return tables_document(self.parts.values())
 
 
-def tables_document(
-    *tables: ValidationTable | InstrumentationTable | RaceTable | LineLimit | None,
-) -> dict:
-    """The metadata document keys of the passes' tables that are there."""
-    return {key: value for table in tables if table is not None for key, value in table.to_document().items()}
+def tables_document(parts: Iterable[Any]) -> dict:
+    """The metadata document keys of the features' lowered parts (each one's `to_document()`)."""
+    return {key: value for part in parts for key, value in part.to_document().items()}

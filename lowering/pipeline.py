@@ -3,91 +3,85 @@
     link the inputs (parse, verify, set the target's triple and data layout)
     -> calling conventions the target's code generator cannot lower (`passes.calling_conventions`)
     -> every printf and abort call replaced by a call to its helper (`passes.printf_abort`)
-    -> [validate, races, or printf's invocation IDs] the functions inlined into the entries
-       (`passes.buffer_accesses`)
-    -> [printf's invocation IDs] the entry's ID at each call (`passes.invocation_ids`)
-    -> [validate] the checks of its classes (`passes.validation`)
-    -> [races] every data-buffer access that can race recorded in the buffer's shadow (`passes.races`)
-    -> the helpers defined, the tables added (`passes.helpers`, `passes.pal_tables`)
+    -> [a feature needs it] the functions inlined into the entries (`passes.inlining`), and each
+       gated printf's invocation ID given (`passes.invocation_ids`)
+    -> each enabled feature's passes, in registry order (`lowering.features`)
+    -> the helpers defined, the tables added (`services.helpers`, `passes.pal_tables`)
     -> parse, verify and inline the helpers once
-    -> [instrument] every block counting its entries (`passes.instrumentation`), then the tables
+    -> [a feature edits the finished module] its passes, then the tables, verify and inline again
 
-Every pass edits one `lowering.ir.Module` and shares the run's state (`passes.context.PassContext`):
-the table, the helpers, the problems. No pass calls another; the order lives here.
+Every pass is a module with `run(context)`: it edits one `lowering.ir.Module` and shares the run's
+state (`services.context.PassContext`): the table, the helpers, the features' parts, the problems.
+No pass calls another; the order lives here, and the features are known only through their contract
+(`lowering.features.feature`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import llvmlite.binding as llvm
-
-from metadata.formats import C_DIALECT
-from metadata.validation import checks_of
 
 from .ir.diagnostics import Diagnostic, LoweringError
 from .ir.lexer import rewrite_address_space
 from .ir.model import Module
 from .ir.reading import link, parse_source
 from .lowered_module import LoweredModule, Source
-from .passes import (
-    buffer_accesses,
-    calling_conventions,
-    instrumentation,
-    invocation_ids,
-    pal_tables,
-    printf_abort,
-    races,
-    validation,
-)
-from .passes.calls import KINDS, declaration_problem
-from .passes.context import Options, PassContext
+from .options import Options
+from .passes import calling_conventions, inlining, invocation_ids, pal_tables, printf_abort
+from .services.calls import KINDS, declaration_problem
+from .services.context import PassContext
 from .targets.machines import inline_always, module_layout
-from .targets.target import INPUT_BUFFER_ADDRESS_SPACE, Target, get_target
+from .targets.target import INPUT_BUFFER_ADDRESS_SPACE, Target
 
 
-def lower_sources(
-    sources: Sequence[Source],
-    target: str | Target = "cpu",
-    *,
-    validate: bool | str | Iterable[str] = False,
-    dialect: str = C_DIALECT,
-    instrument: bool = False,
-    races: bool = False,
-    verbose: bool = False,
-    only_invocations: tuple[tuple[int, int], ...] | None = None,
-    max_lines_per_site: int | None = None,
-) -> LoweredModule:
-    """Link `sources`, lower every printf and abort call for `target` (a name of TARGETS, or a variant
-    of one), reading format strings in `dialect` (SPEC 9); with `validate` put in the checks of its
-    classes (True: bounds; `metadata.validation.checks_of`: SPEC 11 and 13), with `instrument` count
-    every block's entries (SPEC 10), with `races` record the data-buffer accesses for races between
-    invocations (SPEC 12). Printf calls: with `verbose` each its own entry, with its site and the
-    invocation ID; with `only_invocations` only those invocation IDs write; with `max_lines_per_site` a
-    call site writes at most that many lines. LoweringError for bad input."""
+def lower_sources(sources: Sequence[Source], target: str | Target = "cpu", **options: Any) -> LoweredModule:
+    """Link `sources` and lower every printf and abort call for `target` (a name of TARGETS, or a
+    variant of one), with `options`: `dialect` (SPEC 9) and the keyword options of the features
+    (`Options.build`). LoweringError for bad input."""
     if not sources:
         raise LoweringError([Diagnostic("no input modules", "dprintf")])
-    options = Options(
-        get_target(target),
-        dialect,
-        checks_of(validate),
-        instrument,
-        races,
-        verbose,
-        only_invocations,
-        max_lines_per_site,
-    )
     with _few_collections():
-        return run(sources, options)
+        return run(sources, Options.build(target, **options))
 
 
 def run(sources: Sequence[Source], options: Options) -> LoweredModule:
     """The passes of `options` over the linked `sources`."""
-    linked = _link(sources, options.target)
     context = PassContext(sources, options, Module())
+    context.kinds = _declared_kinds(context, _link(sources, options.target))
+    enabled = options.enabled()
+    calling_conventions.run(context)
+    printf_abort.run(context)
+    context.raise_problems()
+    context.apply_edits()
+    if any(feature.needs_inlining(setting) for feature, setting in enabled):
+        inlining.run(context)
+        invocation_ids.run(context)
+        context.raise_problems()
+    for feature, setting in enabled:
+        feature.after_inlining(context, setting)
+    context.module.add_ir(_helpers(context))
+    late = [(feature, setting) for feature, setting in enabled if feature.edits_lowered]
+    if not late:
+        pal_tables.run(context)
+    lowered = _finish(context, _in_target_address_space(str(context.module), options.target))
+    if late:
+        context.module = Module.parse(lowered)
+        for feature, setting in late:
+            feature.after_lowering(context, setting)
+        pal_tables.run(context)
+        lowered = _finish(context, str(context.module))
+    return LoweredModule(
+        lowered, context.table, options.target, tuple(context.warnings), context.ordered_parts()
+    )
+
+
+def _declared_kinds(context: PassContext, linked: llvm.ModuleRef) -> list[str]:
+    """The kinds of call (printf, abort, LLPC's message) the linked module declares; a declaration
+    that does not fit its kind is a problem of the module."""
     kinds = []
     for kind in KINDS:
         declared, problem = declaration_problem(linked, kind)
@@ -96,54 +90,19 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
         if declared:
             kinds.append(kind)
     context.module = Module.parse(str(linked))
-    calling_conventions.lower_conventions(context.module)
-    printf_abort.run(context, kinds)
-    context.raise_problems()
-    context.apply_edits()
-    gate = options.printf_gate
-    needs_invocations = gate is not None and gate.takes_invocation
-    if options.validate or options.races or needs_invocations:
-        called = invocation_ids.called_functions(context.module)
-        buffer_accesses.inline_into_entries(context)
-        if needs_invocations:
-            invocation_ids.run(context, called)
-            context.raise_problems()
-    if options.validate:
-        validation.run(context)
-    if options.races:
-        races.run(context)  # after validation: a checked access is recorded only when it passes
-    helpers = context.helpers.module(_helpers_target(options))
+    return kinds
+
+
+def _helpers(context: PassContext) -> Any:
+    """The module defining the run's helpers (and LLPC's user-data loads), for the target the
+    features want them defined for (`Feature.helpers_target`)."""
+    target = context.target
+    for feature, setting in context.options.enabled():
+        target = feature.helpers_target(target, setting)
+    helpers = context.helpers.module(target)
     if context.user_data is not None:
         context.user_data.define(helpers)
-    context.module.add_ir(helpers)
-    if not options.instrument:
-        pal_tables.run(context)
-    lowered = _finish(context, _in_target_address_space(str(context.module), options.target))
-    if options.instrument:
-        context.module = Module.parse(lowered)
-        instrumentation.run(context)
-        pal_tables.run(context)
-        lowered = _finish(context, str(context.module))
-    return LoweredModule(
-        lowered,
-        context.table,
-        options.target,
-        tuple(context.warnings),
-        context.validation,
-        context.instrumentation,
-        context.listing,
-        context.races,
-        context.line_limit,
-    )
-
-
-def _helpers_target(options: Options) -> Target:
-    """The target the helpers are defined for: the options', but with printf inlined when counting
-    blocks, so that printf's blocks are counted, and charged, at the lines that call it (a cold
-    printf's function has no source lines)."""
-    if options.instrument and options.target.cold_printf:
-        return dataclasses.replace(options.target, cold_printf=False)
-    return options.target
+    return helpers
 
 
 @contextlib.contextmanager

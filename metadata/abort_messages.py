@@ -274,7 +274,7 @@ class AbortMessageEntry:
 
     @classmethod
     def from_map(cls, row: dict[Any, Any], where: str) -> AbortMessageEntry:
-        """Validate and read an abort-message row; TableError naming `where` and the key when malformed."""
+        """Check and read an abort-message row; TableError naming `where` and the key when malformed."""
         for key in MESSAGE_KEYS:
             _require(key in row, f"{where} has no {key}")
         index, count, status, constants = (

@@ -172,7 +172,7 @@ def with_table(
     elf: bytes, table: FormatTable, *, source: str | None = None, document: dict[str, Any] | None = None
 ) -> bytes:
     """`elf` with its format-string table replaced by `table`, and the keys of `document` (other tables
-    of the same note, such as `amdpal.validation`) set.
+    of the same note, the features' tables) set.
 
     When the file has a metadata note, `amdpal.format_strings` is replaced inside its document and
     every other key is kept; otherwise a `.note` section with a new document is added.

@@ -41,7 +41,7 @@ COUNT_KEY = ".argument_count"
 MASK_KEY = ".64bit_arguments"
 DIALECT_KEY = ".dialect"
 ARGUMENT_STRINGS_KEY = ".argument_strings"  # the constant strings the entry's `%s` arguments index
-SITE_KEY = ".site"  # an entry's call site (`--verbose`): its payload leads with the invocation ID
+SITE_KEY = ".site"  # an entry's call site: its payload leads with the invocation ID
 _U64 = (1 << 64) - 1
 INVOCATION = ArgType(INTEGER, 32)  # the invocation ID an entry with a site leads its payload with
 _MAX_ARGUMENTS = MAX_ENTRY_DWORDS - ENTRY_HEADER_DWORDS
@@ -58,8 +58,8 @@ def payload_layout(layout: Layout, site: CallSite | None) -> Layout:
 class FormatEntry:
     """One row of the table: ID, format string, argument count, 64-bit mask words, the format dialect
     (`.dialect`, absent for C's: SPEC 9), the constant strings its `%s` arguments index
-    (`.argument_strings`, absent when it has none), and the call site of an entry written with
-    `--verbose` (`.site`; its payload then starts with the invocation ID)."""
+    (`.argument_strings`, absent when it has none), and the call site of an entry of one call's
+    own (`.site`; its payload then starts with the invocation ID)."""
 
     index: int
     string: str
@@ -80,7 +80,7 @@ class FormatEntry:
         site: CallSite | None = None,
     ) -> FormatEntry:
         """The entry a printf or abort call with this string and argument layout records; its `%s`
-        arguments index `argument_strings`, and a `site` (`--verbose`) makes it the entry of that call
+        arguments index `argument_strings`, and a `site` makes it the entry of that call
         alone, its payload led by the invocation ID: both are part of its ID."""
         strings = tuple(argument_strings)
         extras = {
@@ -209,7 +209,7 @@ class FormatTable:
 
     @classmethod
     def from_map(cls, table: Any) -> FormatTable:
-        """Validate and read the value of `amdpal.format_strings`."""
+        """Check and read the value of `amdpal.format_strings`."""
         _require(isinstance(table, dict), f"{TABLE_KEY} is not a map")
         _require(VERSION_KEY in table, f"{TABLE_KEY} has no {VERSION_KEY}")
         version = table[VERSION_KEY]

@@ -26,7 +26,7 @@ ENTRY_HEADER_DWORDS = ENTRY_HEADER.size // 4
 MAX_ENTRY_DWORDS = 0xFFFF
 OFFSET_CLAMP_DWORDS = 1 << 29
 # The invocation ID a device writes where it cannot be known (a function its callers cannot pass it to):
-# by `--verbose`'s entries and by validation's reports.
+# by the entries that carry their invocation ID and by the features' records.
 UNKNOWN_INVOCATION = 0xFFFFFFFF
 ID_BITS = 48
 ID_MASK = (1 << ID_BITS) - 1

@@ -8,7 +8,7 @@ inlined from a second file (whose name needs escaping in HTML), blocks never ent
 import re
 import struct
 
-from metadata.instrumentation import METRIC_NAMES, BlockInfo, InstrumentationTable, LineCost
+from metadata.instrumentation.table import METRIC_NAMES, BlockInfo, InstrumentationTable, LineCost
 
 KERNEL = "src/kernel.cl"
 HEADER = "lib/fast&<math>.h"

@@ -7,9 +7,9 @@ import struct
 import pytest
 from profile_tables import BIG, BLOCKS, COUNTS, TABLE
 
-from metadata.instrumentation import METRICS, InstrumentationError, InstrumentationTable, Metric
-from metadata.reports.arm_instrumentation import arm_metrics, arm_values, arm_values_document
-from metadata.reports.profile import Profile
+from metadata.instrumentation.arm_values import arm_metrics, arm_values, arm_values_document
+from metadata.instrumentation.profile import Profile
+from metadata.instrumentation.table import METRICS, InstrumentationError, InstrumentationTable, Metric
 
 # typedef struct VkShaderInstrumentationMetricDataHeaderARM {
 #     uint32_t resultIndex; uint32_t resultSubIndex; VkShaderStageFlags stages; uint32_t basicBlockIndex;

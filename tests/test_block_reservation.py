@@ -27,10 +27,10 @@ from lowering.devices.nvptx import KERNEL_TARGET, kernel_ptx
 from lowering.ir.control_flow import ControlFlow
 from lowering.ir.model import Module
 from lowering.lowered_module import Source
-from lowering.passes.helpers import PRINTF as PRINTF_KIND
-from lowering.passes.helpers import HelperSet
-from lowering.passes.reached_once import reaches_once
 from lowering.pipeline import lower_sources
+from lowering.services.helpers import PRINTF as PRINTF_KIND
+from lowering.services.helpers import HelperSet
+from lowering.services.reached_once import reaches_once
 from lowering.targets.target import Target
 from metadata.wire import HEADER_BYTES, entry_header
 from tests.warp_interpreter import FULL, LANES, Memory, Scheduler, Warp

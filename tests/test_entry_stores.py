@@ -32,10 +32,10 @@ from lowering.devices.harness import Ending, find_entry, run_lowered, run_source
 from lowering.devices.nvptx import kernel_ptx
 from lowering.devices.nvptx_worker import BLOCK_THREADS
 from lowering.lowered_module import Source
-from lowering.passes.entry_stores import MAX_TOGETHER_DWORDS, SCRATCH_WARPS
-from lowering.passes.helpers import COUNTER_TYPE, HelperSet, PrintfGate
-from lowering.passes.helpers import PRINTF as PRINTF_KIND
 from lowering.pipeline import lower_sources
+from lowering.services.entry_stores import MAX_TOGETHER_DWORDS, SCRATCH_WARPS
+from lowering.services.helpers import COUNTER_TYPE, HelperSet, PrintfGate
+from lowering.services.helpers import PRINTF as PRINTF_KIND
 from lowering.targets.target import NVPTX_BLOCK_THREADS, Aggregation, EntryStores, get_target
 from metadata.wire import OFFSET_CLAMP_DWORDS, entry_header
 from tests.warp_interpreter import FULL, LANES, Warp, WarpError

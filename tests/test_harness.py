@@ -14,7 +14,6 @@ from dprintf_ir import DECLARATIONS, PRINTF, call, run_ir, string_global
 
 from lowering.devices import harness
 from lowering.devices.harness import (
-    GUARD_BYTES,
     GUARD_FILL,
     DeviceError,
     DeviceRun,
@@ -23,6 +22,7 @@ from lowering.devices.harness import (
     Launch,
     run_sources,
 )
+from lowering.devices.images import GUARD_BYTES
 from lowering.lowered_module import Source
 from metadata.decoding.buffer_builder import printf_entry
 from metadata.layout import ArgType
@@ -123,7 +123,7 @@ def test_the_buffers_are_initialised_as_the_driver_does_and_guarded():
     assert HEADER.unpack_from(result.printf_buffer) == (2 * entry, 10, 0)
     assert HEADER.unpack_from(result.abort_buffer) == (0, 10, 0)
     assert result.abort_buffer[HEADER_BYTES:] == bytes(abort_size - HEADER_BYTES)
-    assert result.printf_guard == result.abort_guard == bytes([GUARD_FILL]) * GUARD_BYTES
+    assert result.slots.guard("printf") == result.slots.guard("abort") == bytes([GUARD_FILL]) * GUARD_BYTES
 
 
 @pytest.mark.parametrize("spare", [0, 1, 2])
@@ -138,7 +138,7 @@ def test_overflow_keeps_exactly_the_entries_that_fit(spare):
     assert HEADER.unpack_from(result.printf_buffer) == (calls * entry, capacity, 0)
     written = HEADER_BYTES + 4 * fits * entry
     assert result.printf_buffer[written:] == bytes(4 * spare)
-    assert result.printf_guard == bytes([GUARD_FILL]) * GUARD_BYTES
+    assert result.slots.guard("printf") == bytes([GUARD_FILL]) * GUARD_BYTES
     assert result.issues == []
 
 
@@ -146,7 +146,7 @@ def test_a_buffer_with_no_room_writes_nothing():
     result = run_ir(id_program(), invocations=3, buffer_size=HEADER_BYTES)
     assert HEADER.unpack_from(result.printf_buffer) == (3 * entry_dwords(ID_LAYOUT), 0, 0)
     assert len(result.printf.entries) == 0 and result.printf.dropped_dwords == 3 * entry_dwords(ID_LAYOUT)
-    assert result.printf_guard == bytes([GUARD_FILL]) * GUARD_BYTES
+    assert result.slots.guard("printf") == bytes([GUARD_FILL]) * GUARD_BYTES
 
 
 def test_two_threads_lose_and_duplicate_nothing():

@@ -17,19 +17,21 @@ from pathlib import Path
 import pytest
 from dprintf_cli import DPRINTF
 from elf_oracles import Reader, each_reader
+from run_parts import profile_of, table_of
 
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import find_entry, run_lowered, run_sources
 from lowering.devices.nvptx import kernel_ptx
+from lowering.features.instrumentation.counter_flush import CounterFlush
+from lowering.features.instrumentation.edge_counters import edge_plan
 from lowering.ir.reading import parse_source
 from lowering.lowered_module import Source
-from lowering.passes.counter_flush import CounterFlush
-from lowering.passes.edge_counters import edge_plan
 from lowering.pipeline import lower_sources
 from lowering.targets.machines import module_layout, optimize, target_machine
 from lowering.targets.target import CounterPlacement, get_target
 from metadata.elf_notes import read_document
-from metadata.instrumentation import (
+from metadata.instrumentation.arm_values import arm_values, arm_values_document
+from metadata.instrumentation.table import (
     INSTRUMENTATION_KEY,
     METRIC_NAMES,
     BlockInfo,
@@ -38,7 +40,6 @@ from metadata.instrumentation import (
     read_counter_values,
     read_counters,
 )
-from metadata.reports.arm_instrumentation import arm_values, arm_values_document
 from tests.instrumented_programs import Program
 from tests.warp_interpreter import LANES, Warp
 
@@ -50,7 +51,7 @@ METRIC = {name: index for index, name in enumerate(METRIC_NAMES)}
 
 
 def _counts_by_label(result) -> Counter:
-    profile = result.profile
+    profile = profile_of(result)
     return Counter(
         {
             (block.function, block.block.lstrip("%")): count
@@ -94,7 +95,7 @@ def test_the_sample_counts_every_block_exactly() -> None:
     assert counted[("falloff", "entry")] == shaded
     assert counted[("main", "print")] == printed
     assert counted[("main", "done")] == 64
-    table = result.profile.table
+    table = profile_of(result).table
     loop_block = next(block for block in table.blocks if block.block == "loop")
     # uitofp, fma, add, icmp, br: one conversion, one fma, two integer operations, one branch
     assert loop_block.static[METRIC["cvt"]] == 1
@@ -110,7 +111,7 @@ def test_the_sample_counts_every_block_exactly() -> None:
 
 def test_blocks_are_numbered_in_function_then_block_order_after_printf_is_lowered() -> None:
     lowered = lower_sources([Source("profile.ll", (SAMPLES / "profile.ll").read_text())], instrument=True)
-    table = lowered.instrumentation
+    table = table_of(lowered, "instrumentation")
     assert [block.index for block in table.blocks] == list(range(len(table.blocks)))
     names = [(block.function, block.block) for block in table.blocks]
     assert names[0] == ("falloff", "entry")
@@ -178,10 +179,15 @@ def test_cpu_elf_note_carries_the_table(tmp_path: Path, reader: Reader) -> None:
     )
     table = InstrumentationTable.from_document(read_document(output.read_bytes()))
     expected = lower_sources([Source("profile.ll", (SAMPLES / "profile.ll").read_text())], instrument=True)
-    assert expected.instrumentation is not None and table == expected.instrumentation
+    assert table_of(expected, "instrumentation") is not None and table == table_of(
+        expected, "instrumentation"
+    )
     document = reader.notes(output).document
     assert document is not None
-    assert document[INSTRUMENTATION_KEY] == expected.instrumentation.to_document()[INSTRUMENTATION_KEY]
+    assert (
+        document[INSTRUMENTATION_KEY]
+        == table_of(expected, "instrumentation").to_document()[INSTRUMENTATION_KEY]
+    )
     assert any(block[".source"] == "profile.c:11" for block in document[INSTRUMENTATION_KEY][".blocks"])
 
 
@@ -194,10 +200,13 @@ def test_amdpal_object_carries_the_table(tmp_path: Path, reader: Reader) -> None
     lowered = lower_sources(
         [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], "amdpal", instrument=True
     )
-    assert lowered.instrumentation is not None
+    assert table_of(lowered, "instrumentation") is not None
     document = reader.notes(output).document
     assert document is not None and "amdpal.format_strings" in document
-    assert document[INSTRUMENTATION_KEY] == lowered.instrumentation.to_document()[INSTRUMENTATION_KEY]
+    assert (
+        document[INSTRUMENTATION_KEY]
+        == table_of(lowered, "instrumentation").to_document()[INSTRUMENTATION_KEY]
+    )
 
 
 def test_amdpal_flushes_the_counters_with_buffer_atomics() -> None:
@@ -234,7 +243,7 @@ def test_profile_command_reports_json_and_annotates(tmp_path: Path) -> None:
     document = json.loads(done.stdout)
     assert done.stderr.count("invocation ") == 4  # the run's printf output, on stderr
     result = run_sources([Source("profile.ll", Path(sample).read_text())], invocations=64, instrument=True)
-    assert document == json.loads(json.dumps(result.profile.to_document()))
+    assert document == json.loads(json.dumps(profile_of(result).to_document()))
     annotated = subprocess.run(
         [*DPRINTF, "profile", sample, "--invocations", "64", "--annotate"],
         capture_output=True,
@@ -313,11 +322,11 @@ def test_profile_writes_the_proposals_values_and_the_page(tmp_path: Path) -> Non
         check=True,
     )
     result = run_sources([Source("profile.ll", Path(sample).read_text())], invocations=64, instrument=True)
-    assert values.read_bytes() == arm_values(result.profile)
-    assert json.loads(Path(f"{values}.json").read_text()) == arm_values_document(result.profile)
+    assert values.read_bytes() == arm_values(profile_of(result))
+    assert json.loads(Path(f"{values}.json").read_text()) == arm_values_document(profile_of(result))
     text = page.read_text()
     assert "profile.c" in text and "sqrtf(distance)" in text and "<script" not in text
-    assert done.stdout == result.profile.report()
+    assert done.stdout == profile_of(result).report()
 
 
 def test_without_debug_information_the_ir_is_annotated() -> None:
@@ -415,7 +424,7 @@ def test_a_buffer_of_several_slices_sums_them(placement: CounterPlacement) -> No
     lowered = lower_sources(
         [Source("profile.ll", (SAMPLES / "profile.ll").read_text())], target, instrument=True
     )
-    table = lowered.instrumentation
+    table = table_of(lowered, "instrumentation")
     counters = table.counter_count
     assert (
         counters == len(table.blocks)
@@ -525,7 +534,7 @@ def _block(index: int, count) -> BlockInfo:
 def test_a_table_of_counters_on_edges_round_trips_and_refuses_counts_it_cannot_make() -> None:
     target = dataclasses.replace(get_target("cpu"), counter_placement=CounterPlacement.EDGES)
     source = Source("profile.ll", (SAMPLES / "profile.ll").read_text())
-    table = lower_sources([source], target, instrument=True).instrumentation
+    table = table_of(lower_sources([source], target, instrument=True), "instrumentation")
     document = table.to_document()
     found = document["amdpal.instrumentation"]
     assert found[".counters"] == table.counters < len(table.blocks)
@@ -700,5 +709,7 @@ def test_printf_counted_on_nvptx_is_inlined_so_its_blocks_are_charged_to_the_lin
     assert "define internal void @dprintf.printf" in lower_sources([source], cold).ir
     lowered = lower_sources([source], cold, instrument=True)
     assert "@dprintf.printf" not in lowered.ir
-    write = next(block for block in lowered.instrumentation.blocks if block.block.startswith("write"))
+    write = next(
+        block for block in table_of(lowered, "instrumentation").blocks if block.block.startswith("write")
+    )
     assert write.function == "main" and write.source == "profile.c:15"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lowering.cli.commands.decode_command import summary
+from lowering.cli.commands.run_command import feature_reports
 from lowering.cli.main import main
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
@@ -91,7 +92,7 @@ def test_the_streamed_document_of_each_sample_is_the_whole_one(capsysbinary, sam
         validate=validates,
         races=races,
     )
-    found = summary(result.printf, result.abort, result.guard_issues, status, result.validation, result.races)
+    found = summary(result.printf, result.abort, result.guard_issues, status, feature_reports(result))
     expected = whole(result.printf, found)
     assert {key: streamed[key] for key in expected} == expected
     printed = streamed["printf"]["entries"] or streamed["abort"] and streamed["abort"]["messages"]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from run_parts import table_of, validation_reports
 from validation_runs import PLACES, entry, reports, run, words
 
 from lowering.lowered_module import Source
@@ -157,11 +158,11 @@ def test_the_versions_report_what_the_loop_checked_in_place_reports(place):
     assert reports(versions) == [
         ("ub", kind, "main", len(failed[kind]), failed[kind][0]) for kind in ("udiv", "shl", "fptosi")
     ]
-    assert [report.line() for report in versions.validation] == [
-        report.line() for report in in_place.validation
+    assert [report.line() for report in validation_reports(versions)] == [
+        report.line() for report in validation_reports(in_place)
     ]
-    assert [report.document() for report in versions.validation] == [
-        report.document() for report in in_place.validation
+    assert [report.document() for report in validation_reports(versions)] == [
+        report.document() for report in validation_reports(in_place)
     ]
     assert [value & 0xFFFFFFFF for value in words(versions.data_buffers[0], 2 * INVOCATIONS)] == out
     assert bytes(versions.data_buffers[0]) == bytes(in_place.data_buffers[0])
@@ -222,11 +223,11 @@ def test_random_loops_report_and_compute_what_their_checks_in_place_do(body_used
         run_time_bound(steps) + _random_loop(body, used, "icmp ult i32 %i.next, %bound"), ["out"]
     )
     lowered = lower_sources([Source("test.ll", versions)], validate="ub")
-    assert (".tested:" in str(lowered.ir)) == bool(lowered.validation.sites)
+    assert (".tested:" in str(lowered.ir)) == bool(table_of(lowered, "validation").sites)
     first = run(versions, [8 * INVOCATIONS], INVOCATIONS, validate="ub")
     second = run(in_place, [8 * INVOCATIONS], INVOCATIONS, validate="ub")
-    assert [report.document() for report in first.validation] == [
-        report.document() for report in second.validation
+    assert [report.document() for report in validation_reports(first)] == [
+        report.document() for report in validation_reports(second)
     ]
     assert bytes(first.data_buffers[0]) == bytes(second.data_buffers[0])
 

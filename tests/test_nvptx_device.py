@@ -23,7 +23,6 @@ from dprintf_ir import ABORT, DECLARATIONS, PRINTF, c_format, call, constant, ru
 from lowering.devices import nvptx as nvptx_device
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import (
-    GUARD_BYTES,
     GUARD_FILL,
     DeviceError,
     Ending,
@@ -32,11 +31,12 @@ from lowering.devices.harness import (
     run_lowered,
     run_sources,
 )
+from lowering.devices.images import GUARD_BYTES
 from lowering.devices.nvptx import KERNEL_NAME, kernel_ptx
 from lowering.ir.model import Module
 from lowering.lowered_module import Source
-from lowering.passes.warp_aggregation import define_warp_aggregated_reserve
 from lowering.pipeline import lower_sources
+from lowering.services.warp_aggregation import define_warp_aggregated_reserve
 from lowering.targets.target import Aggregation, EntryStores, Target, get_target
 from metadata.decoding.printf_buffer import decode_printf_buffer
 from metadata.layout import ArgType
@@ -330,7 +330,7 @@ def test_overflow_keeps_exactly_as_many_entries_as_fit(spare):
     assert len(ids) == fits and len(set(ids)) == fits and set(ids) <= set(range(calls))
     assert result.printf.dropped_dwords == calls * entry - capacity
     assert result.printf.unused_dwords == spare
-    assert result.printf_guard == bytes([GUARD_FILL]) * GUARD_BYTES
+    assert result.slots.guard("printf") == bytes([GUARD_FILL]) * GUARD_BYTES
     assert result.issues == []
 
 
@@ -343,7 +343,7 @@ def test_a_million_invocations_overflowing_a_small_buffer_write_only_whole_entri
     ids = result.printf.groups[0].columns[0]
     assert ids.size == fits and np.unique(ids).size == fits and int(ids.max()) < invocations
     assert result.printf.dropped_dwords == entry * (invocations - fits)
-    assert result.printf_guard == bytes([GUARD_FILL]) * GUARD_BYTES and result.issues == []
+    assert result.slots.guard("printf") == bytes([GUARD_FILL]) * GUARD_BYTES and result.issues == []
 
 
 @gpu
@@ -351,7 +351,7 @@ def test_a_million_invocations_overflowing_a_small_buffer_write_only_whole_entri
 def test_a_buffer_with_no_room_writes_nothing():
     result = run_gpu(id_program(), invocations=100, buffer_size=HEADER_BYTES)
     assert len(result.printf.entries) == 0 and result.printf.dropped_dwords == 100 * entry_dwords(ID_LAYOUT)
-    assert result.printf_guard == bytes([GUARD_FILL]) * GUARD_BYTES
+    assert result.slots.guard("printf") == bytes([GUARD_FILL]) * GUARD_BYTES
 
 
 @gpu

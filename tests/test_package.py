@@ -47,7 +47,7 @@ def test_one_module_of_metadata_imports_alone() -> None:
 PROFILE_DRIVER = DRIVER.split("import metadata\n")[0] + textwrap.dedent(
     """
     import metadata
-    from metadata.instrumentation import BlockInfo
+    from metadata.instrumentation.table import BlockInfo
 
     table = metadata.InstrumentationTable(
         (BlockInfo(0, "main", "entry", "a.c:1", 1, 1, (1, 3, 1, 0, 0, 0, 0, 1, 0)),)

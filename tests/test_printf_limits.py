@@ -12,14 +12,17 @@ from collections import Counter
 
 import pytest
 from dprintf_cli import dprintf
+from run_parts import dropped_lines, line_limit
 
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import find_entry, run_sources
 from lowering.devices.nvptx import kernel_ptx
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
-from metadata.call_sites import CallSite, LineLimit, invocation_ranges
+from metadata.call_sites import CallSite
 from metadata.elf_notes import read_document
+from metadata.printf_gates.invocations import invocation_ranges
+from metadata.printf_gates.line_limit import LineLimit
 
 GPUS, NO_GPU = gpu_count()
 SITE_COUNTS = "lgc.debug.printf.site.counts"
@@ -111,10 +114,10 @@ def test_a_site_writes_its_first_lines_and_the_rest_are_counted(limit):
             kept.append(line)
     assert result.text().splitlines(keepends=True) == kept
     sites = {"hello": CallSite("main", 1), "step": CallSite("steps", 1)}
-    assert [(item.site, item.tried, item.dropped) for item in result.dropped_lines] == [
+    assert [(item.site, item.tried, item.dropped) for item in dropped_lines(result)] == [
         (sites[name], tries[name], tries[name] - limit) for name in ("step", "hello") if tries[name] > limit
     ]
-    assert result.line_limit == limit
+    assert line_limit(result) == limit
 
 
 def test_run_reports_the_dropped_lines_per_site_and_in_json(tmp_path):
@@ -153,9 +156,9 @@ def test_filtered_invocations_are_not_counted():
     listed = invocation_ranges("8-15")
     keep = [line for line in plain(32) if 8 <= invocation_of(line) <= 15]
     result = run_sources([SOURCE], invocations=32, only_invocations=listed, max_lines_per_site=100)
-    assert result.text().splitlines(keepends=True) == keep and result.dropped_lines == ()
+    assert result.text().splitlines(keepends=True) == keep and dropped_lines(result) == ()
     limited = run_sources([SOURCE], invocations=32, only_invocations=listed, max_lines_per_site=3)
-    assert [(item.tried, item.dropped) for item in limited.dropped_lines] == [
+    assert [(item.tried, item.dropped) for item in dropped_lines(limited)] == [
         (counted(keep)["step"], counted(keep)["step"] - 3),
         (8, 5),
     ]
@@ -219,7 +222,7 @@ def test_filters_and_limits_on_the_gpu():
     limited = run_sources([SOURCE], invocations=4096, device="nvptx", max_lines_per_site=100)
     tries = counted(plain(4096))
     assert counted(limited.text().splitlines(keepends=True)) == Counter({"hello": 100, "step": 100})
-    assert {item.site.function: item.dropped for item in limited.dropped_lines} == {
+    assert {item.site.function: item.dropped for item in dropped_lines(limited)} == {
         "main": tries["hello"] - 100,
         "steps": tries["step"] - 100,
     }

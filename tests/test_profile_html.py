@@ -21,8 +21,8 @@ from profile_tables import (
     sections,
 )
 
-from metadata.reports.profile import Profile
-from metadata.reports.profile_html import HEAT_COLOURS, NEVER_COLOUR, html_page
+from metadata.instrumentation.profile import Profile
+from metadata.instrumentation.profile_html import HEAT_COLOURS, NEVER_COLOUR, html_page
 
 CHROMIUM = "/usr/bin/chromium"
 needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")

@@ -24,14 +24,14 @@ from profile_tables import (
 )
 
 import metadata
-from metadata.instrumentation import (
+from metadata.instrumentation.profile import Profile, format_count, format_share
+from metadata.instrumentation.table import (
     METRIC_NAMES,
     BlockInfo,
     InstrumentationError,
     InstrumentationTable,
     LineCost,
 )
-from metadata.reports.profile import Profile, format_count, format_share
 
 
 def share(value: int, total: int) -> str:
@@ -465,8 +465,11 @@ def test_bad_input_is_an_instrumentation_error(make, message):
 
 
 def test_exports_and_imports_without_llvmlite_or_numpy():
-    assert metadata.Profile is Profile and metadata.html_page.__module__ == "metadata.reports.profile_html"
-    assert metadata.arm_values.__module__ == "metadata.reports.arm_instrumentation"
+    assert (
+        metadata.Profile is Profile
+        and metadata.html_page.__module__ == "metadata.instrumentation.profile_html"
+    )
+    assert metadata.arm_values.__module__ == "metadata.instrumentation.arm_values"
     probe = (
         "import sys\n"
         "class Block:\n"
@@ -474,8 +477,8 @@ def test_exports_and_imports_without_llvmlite_or_numpy():
         "        if name.split('.')[0] in ('llvmlite', 'lowering', 'numpy', 'msgpack', 'elftools'):\n"
         "            raise ImportError(name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import metadata.reports.profile, metadata.reports.profile_html\n"
-        "import metadata.reports.arm_instrumentation\n"
+        "import metadata.instrumentation.profile, metadata.instrumentation.profile_html\n"
+        "import metadata.instrumentation.arm_values\n"
         "print('ok')\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)

@@ -20,18 +20,20 @@ from dprintf_cli import dprintf
 from elf_oracles import Reader, each_reader
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from run_parts import race_shadows, races_found, table_of, validation_reports
 
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.device import DeviceError
-from lowering.devices.harness import GUARD_BYTES, GUARD_FILL, find_entry, run_lowered, run_sources
+from lowering.devices.harness import GUARD_FILL, find_entry, run_lowered, run_sources
+from lowering.devices.images import GUARD_BYTES
 from lowering.devices.nvptx import kernel_ptx
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
-from lowering.targets.runtime_globals import RACES_SHADOW_GLOBAL
-from metadata.decoding.race_shadow import race_reports, read_shadow
 from metadata.elf_notes import read_document
-from metadata.races import (
+from metadata.races.shadow import race_reports, read_shadow
+from metadata.races.table import (
     ATOMIC,
+    RACES_SHADOW_GLOBAL,
     READ,
     SHADOW_HEADER,
     WRITE,
@@ -43,7 +45,7 @@ from metadata.races import (
     shadow_groups,
     shadow_words,
 )
-from metadata.validation import Site, Unchecked
+from metadata.validation.table import Site, Unchecked
 from tests.race_programs import KINDS, RaceProgram
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
@@ -65,14 +67,14 @@ def found(result) -> list[tuple]:
             (race.first.site.site.index, race.first.invocation),
             (race.second.site.site.index, race.second.invocation),
         )
-        for race in result.races
+        for race in races_found(result)
     ]
 
 
 def generated(seed: int, kind: str, twin: bool, device: str = "cpu", validate: bool = False):
     program = RaceProgram(seed, kind, twin)
     lowered = lower_sources([Source(f"races{seed}.ll", program.ir())], device, races=True, validate=validate)
-    assert [(site.site.source, site.access) for site in lowered.races.sites] == program.sites()
+    assert [(site.site.source, site.access) for site in table_of(lowered, "races").sites] == program.sites()
     return program, lowered
 
 
@@ -101,15 +103,15 @@ def test_each_injected_race_is_found_exactly_and_its_twin_is_clean(seed: int, ki
         assert any(
             race.kind == injected_kind
             and [race.first.site.site.source, race.second.site.site.source] == sources
-            for race in result.races
+            for race in races_found(result)
         )
     _, checked = generated(seed, kind, twin=False, validate=True)  # every access in bounds: the same races
     result = run_generated(program, checked, INVOCATIONS, 2)
-    assert found(result) == expected and result.validation == ()
+    assert found(result) == expected and validation_reports(result) == ()
     twin, lowered_twin = generated(seed, kind, twin=True)
     assert twin.expected(INVOCATIONS) == []
     for threads in (1, 2):
-        assert run_generated(twin, lowered_twin, INVOCATIONS, threads).races == ()
+        assert races_found(run_generated(twin, lowered_twin, INVOCATIONS, threads)) == ()
 
 
 def test_the_sample_races_and_its_fixed_twin_does_not() -> None:
@@ -355,13 +357,16 @@ def test_an_access_out_of_bounds_is_not_recorded_and_with_validate_not_made() ->
         "  store i32 %id, ptr addrspace(7) %far, align 4\n"  # wholly outside: never recorded
     )
     alone = run(text, [64], threads=2)
-    assert [(race.kind, race.least_offset, race.words) for race in alone.races] == [
+    assert [(race.kind, race.least_offset, race.words) for race in races_found(alone)] == [
         ("write-racing-write", 60, 1)
     ]
     checked = run(text, [64], threads=2, validate=True)
-    assert checked.races == ()
-    assert [(site.site.kind, site.count) for site in checked.validation] == [("store", 4), ("store", 4)]
-    assert checked.data_guards[0] == bytes([GUARD_FILL]) * GUARD_BYTES
+    assert races_found(checked) == ()
+    assert [(site.site.kind, site.count) for site in validation_reports(checked)] == [
+        ("store", 4),
+        ("store", 4),
+    ]
+    assert checked.slots.guard("data 0") == bytes([GUARD_FILL]) * GUARD_BYTES
 
 
 def test_release_acquire_ordering_is_not_modelled_and_bytes_of_a_word_are_one_location() -> None:
@@ -393,7 +398,7 @@ def test_release_acquire_ordering_is_not_modelled_and_bytes_of_a_word_are_one_lo
             race.first.invocation,
             race.second.invocation,
         )
-        for race in result.races
+        for race in races_found(result)
     ] == [("read-racing-write", 0, "load", 1, 0), ("write-racing-write", 8, "store", 0, 3)]
 
 
@@ -407,10 +412,10 @@ def test_races_and_validation_together_report_both() -> None:
         "  %x = load i32, ptr addrspace(7) %out, align 4\n"
     )
     result = run(text, [64], invocations=4, validate=True)
-    assert [(race.kind, race.least_offset, race.greatest_offset, race.words) for race in result.races] == [
-        ("write-racing-write", 0, 4, 2)
-    ]
-    assert [(site.site.kind, site.count, site.first_invocation) for site in result.validation] == [
+    assert [
+        (race.kind, race.least_offset, race.greatest_offset, race.words) for race in races_found(result)
+    ] == [("write-racing-write", 0, 4, 2)]
+    assert [(site.site.kind, site.count, site.first_invocation) for site in validation_reports(result)] == [
         ("load", 3, 1)
     ]
 
@@ -429,13 +434,13 @@ def test_only_buffers_something_writes_have_a_shadow_and_unattributed_accesses_a
         )
     )
     lowered = lower_sources([Source("test.ll", text)], races=True)
-    table = lowered.races
+    table = table_of(lowered, "races")
     assert table.buffers == (ShadowBuffer(1, "%out", (WRITE,)),)
     assert [(site.site.kind, site.site.buffer) for site in table.sites] == [("store", 1)]
     assert [(item.function, item.count) for item in table.unrecorded] == [("fill", 1)]
     assert "@lgc.races.shadow = external global [2 x ptr]" in lowered.ir
     result = run(text, [64, 64], threads=2)
-    assert result.races == () and len(result.race_shadows) == 1
+    assert races_found(result) == () and len(race_shadows(result)) == 1
 
 
 def test_too_many_invocations_for_the_packed_sites_is_an_error() -> None:
@@ -445,7 +450,7 @@ def test_too_many_invocations_for_the_packed_sites_is_an_error() -> None:
         for k in range(257)
     )
     lowered = lower_sources([Source("test.ll", entry(stores))], races=True)
-    assert lowered.races.site_bits == 9 and lowered.races.max_invocations == 1 << 23
+    assert table_of(lowered, "races").site_bits == 9 and table_of(lowered, "races").max_invocations == 1 << 23
     with pytest.raises(DeviceError, match="at most 8388608 invocations, not 8388609"):
         run_lowered(lowered, invocations=(1 << 23) + 1, data_buffers=[bytes(2048)])
 
@@ -474,7 +479,7 @@ def test_on_the_gpu_each_injected_race_is_found_exactly_at_scale(kind: str) -> N
     result = run_generated(program, lowered, AT_SCALE, device="nvptx")
     assert found(result) == program.expected(AT_SCALE)
     twin, lowered_twin = generated(0, kind, twin=True, device="nvptx")
-    assert run_generated(twin, lowered_twin, AT_SCALE, device="nvptx").races == ()
+    assert races_found(run_generated(twin, lowered_twin, AT_SCALE, device="nvptx")) == ()
 
 
 @gpu
@@ -486,12 +491,12 @@ def test_on_the_gpu_the_sample_reports_exactly_and_its_twin_nothing() -> None:
     last = AT_SCALE - 64  # the greatest invocation of each of the 64 sums
     pair = f"in @main at races.c:5:20 (invocation 0) and store in @main at races.c:5:20 (invocation {last})"
     where = "on buffer 0 (%partial, 256 bytes) at offsets 0..252"
-    assert [race.line() for race in racing.races] == [
+    assert [race.line() for race in races_found(racing)] == [
         f"write-racing-write {where}: store {pair}: 64 words",
         f"read-racing-write {where}: load {pair}: 64 words",
     ]
     fixed = run_sources(sample, entry="fixed", **options)
-    assert fixed.races == ()
+    assert races_found(fixed) == ()
     assert struct.unpack("<64I", bytes(fixed.data_buffers[0])) == tuple(
         sum(range(word, AT_SCALE, 64)) & 0xFFFFFFFF for word in range(64)
     )

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 from elf_oracles import each_reader
+from run_parts import table_of, validation_reports
 
-from lowering.devices.harness import GUARD_BYTES, GUARD_FILL, run_sources
+from lowering.devices.harness import GUARD_FILL, run_sources
+from lowering.devices.images import GUARD_BYTES
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from metadata.elf_notes import read_document
-from metadata.validation import VALIDATION_KEY, ValidationTable
+from metadata.validation.table import VALIDATION_KEY, ValidationTable
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
@@ -51,12 +53,16 @@ def run(text: str, sizes: list[int], invocations: int, threads: int = 1):
 def sites(result) -> list[tuple[str, int, int, int, int]]:
     return [
         (report.site.kind, report.count, report.first_invocation, report.least_offset, report.greatest_offset)
-        for report in result.validation
+        for report in validation_reports(result)
     ]
 
 
 def guards_intact(result) -> bool:
-    return all(guard == bytes([GUARD_FILL]) * GUARD_BYTES for guard in result.data_guards)
+    return all(
+        guard == bytes([GUARD_FILL]) * GUARD_BYTES
+        for name, guard in result.guards
+        if name.startswith("data ")
+    )
 
 
 def words(image, count: int) -> list[int]:
@@ -70,7 +76,7 @@ def test_the_sample_reports_each_site_with_exact_counts_and_offsets(threads):
     # out[1000 + id] is past the end for id >= 24; out[1024 + id] for every invocation.
     assert sites(result) == [("store", 8, 24, 4096, 4124), ("load", 32, 0, 4096, 4220)]
     assert sorted(result.printf.text().splitlines()) == sorted(f"invocation {n} read 0" for n in range(32))
-    assert [report.site.source for report in result.validation] == ["bounds.c:4:18", "bounds.c:5:11"]
+    assert [report.site.source for report in validation_reports(result)] == ["bounds.c:4:18", "bounds.c:5:11"]
     assert guards_intact(result)
     data = words(result.data_buffers[0], 1024)
     assert data[1000:1023] == list(range(23)) and data[:1000] == [0] * 1000
@@ -145,7 +151,7 @@ def test_accesses_in_bounds_are_not_reported_and_write_what_they_write_unchecked
     text = entry(IN_BOUNDS[case])
     checked = run(text, [64], 4)
     unchecked = run_sources([Source("test.ll", text)], invocations=4, data_buffers=[bytes(64)])
-    assert checked.validation == ()
+    assert validation_reports(checked) == ()
     assert bytes(checked.data_buffers[0]) == bytes(unchecked.data_buffers[0])
     assert guards_intact(checked)
 
@@ -202,7 +208,7 @@ def test_constant_offsets_inside_a_dereferenceable_buffer_are_not_checked():
         "  store i8 3, ptr addrspace(7) %first\n"  # %b has no dereferenceable: checked
     )
     text = entry(body, buffers=2).replace("ptr addrspace(7) %a", "ptr addrspace(7) dereferenceable(64) %a", 1)
-    table = lower_sources([Source("test.ll", text)], validate=True).validation
+    table = table_of(lower_sources([Source("test.ll", text)], validate=True), "validation")
     assert [(site.kind, site.buffer) for site in table.sites] == [("store", 0), ("store", 1)]
     assert table.removed == 1
     result = run(text, [64, 64], 2)
@@ -219,7 +225,7 @@ def test_accesses_of_functions_inlined_into_the_entry_are_checked_there():
     )
     result = run(text, [64], 4)
     assert sites(result) == [("store", 2, 2, 64, 68)]
-    assert [report.site.function for report in result.validation] == ["main"]
+    assert [report.site.function for report in validation_reports(result)] == ["main"]
     assert words(result.data_buffers[0], 16)[14:] == [0, 1] and guards_intact(result)
 
 
@@ -234,7 +240,7 @@ def test_accesses_no_data_buffer_explains_are_checked_against_the_live_ranges():
             "  %pair = load { i32, i32 }, ptr addrspace(7) %a\n"
         )
     )
-    table = lower_sources([Source("test.ll", text)], validate=True).validation
+    table = table_of(lower_sources([Source("test.ll", text)], validate=True), "validation")
     assert [(site.check, site.kind, site.function) for site in table.sites] == [
         ("range", "store", "fill"),
         ("bounds", "load", "main"),

@@ -11,9 +11,10 @@ import json
 
 import pytest
 from dprintf_cli import dprintf
+from run_parts import validation_reports
 from validation_runs import PLACES, entry, reports, run, words
 
-from metadata.live_ranges import initial_shadow, shadow_size
+from metadata.validation.live_ranges import initial_shadow, shadow_size
 
 N = 24
 FILE_BYTES = 40  # %c's file gives its first 10 words
@@ -79,7 +80,7 @@ def expected() -> list[tuple[str, str, str, int, int, int, int, int]]:
 def init_reports(result) -> list[tuple]:
     return [
         (*found, report.buffer, report.least_offset, report.greatest_offset)
-        for found, report in zip(reports(result), result.validation, strict=True)
+        for found, report in zip(reports(result), validation_reports(result), strict=True)
     ]
 
 
@@ -91,7 +92,7 @@ def test_reads_of_bytes_never_written_are_reported_at_their_sites(place):
     ]
     result = run(PROGRAM, data, N, place, validate="init", initialised=GIVEN)
     assert init_reports(result) == expected()
-    lines = [report.line() for report in result.validation]
+    lines = [report.line() for report in validation_reports(result)]
     assert lines[0] == (
         "load of 4 bytes from buffer 0 (%a) reads bytes never written, the first at offsets 0..80 in @main: "
         "6 invocations, first 0"

@@ -15,14 +15,15 @@ import pytest
 from host_jit import host_function
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from run_parts import table_of, validation_reports
 from validation_runs import PLACES, UNKNOWN, entry, guards_intact, reports, run, words
 
 from lowering.devices.harness import run_sources
+from lowering.features.validation.helpers import define_find, define_search
 from lowering.ir.building import I64
 from lowering.lowered_module import Source
-from lowering.passes.validation_helpers import define_find, define_search
 from lowering.pipeline import lower_sources
-from metadata.live_ranges import BASE_WORD, NO_RANGE, PRINTF_RANGE, LiveRange, table_bytes
+from metadata.validation.live_ranges import BASE_WORD, NO_RANGE, PRINTF_RANGE, LiveRange, table_bytes
 
 STORED_POINTERS = entry(
     "  %target = getelementptr i32, ptr addrspace(7) %b, i64 %wide\n"
@@ -39,7 +40,7 @@ def test_pointers_stored_into_a_buffer_and_loaded_back_are_checked_where_they_po
     # %b holds 16 words: the pointers of invocations 16..23 point past its end.
     result = run(STORED_POINTERS, [8 * 24, 64], 24, place)
     assert reports(result) == [("range", "store", "main", 8, 16)]
-    (report,) = result.validation
+    (report,) = validation_reports(result)
     below, end = report.below
     assert below == 1 and report.address == end  # invocation 16: right at the end of %b
     assert "0 bytes past the end of buffer 1 (%b)" in report.line()
@@ -77,7 +78,7 @@ def test_a_pointer_past_the_end_of_its_buffer_into_another_is_caught_by_its_own_
     and the second store lands in %b."""
     result = run(ONE_PAST_INTO_ANOTHER, [64, 64, 8 * 16], 16, place)
     assert reports(result) == [("bounds", "store", "main", 16, 0)]
-    (report,) = result.validation
+    (report,) = validation_reports(result)
     assert report.site.buffer == 0 and report.greatest_offset - report.least_offset == 4 * 15
     assert words(result.data_buffers[0], 16) == [0] * 16
     assert words(result.data_buffers[1], 16) == [n + 100 for n in range(16)]
@@ -94,7 +95,7 @@ def test_a_store_into_the_printf_buffer_is_refused_and_named(place):
     )
     result = run(text, [4], 12, place)
     assert reports(result) == [("range", "store", "main", 12, 0)]
-    (report,) = result.validation
+    (report,) = validation_reports(result)
     assert report.below[0] == PRINTF_RANGE
     assert "into the printf buffer, which is the runtime's, not the shader's" in report.line()
     assert sorted(result.printf.text().split()) == sorted(str(n) for n in range(12))  # nothing lost
@@ -110,7 +111,7 @@ def test_an_address_below_every_range_reads_zero_and_names_the_range_above(place
     )
     result = run(text, [4 * 8], 8, place)
     assert reports(result) == [("range", "load", "main", 8, 0)]
-    (report,) = result.validation
+    (report,) = validation_reports(result)
     assert report.address == 16 and report.below == (NO_RANGE, 0) and report.above[0] != NO_RANGE
     assert words(result.data_buffers[0], 8) == [0] * 8
 
@@ -147,7 +148,7 @@ def test_the_search_of_many_ranges_finds_exactly_the_words_inside_them(place):
         inside = [n for n in range(invocations) if 0 <= 4 * n - 16 <= size - 4]
         expected.append(("range", "load", "main", invocations - len(inside), 0))
     assert reports(result) == expected
-    for k, report in enumerate(result.validation):
+    for k, report in enumerate(validation_reports(result)):
         assert report.above[0] == k and report.above[1] - report.address == 16  # invocation 0: 16 before
     word = [int.from_bytes(bytes([k + 1]) * 4, "little") for k in range(len(SIZES))]
     sums = [
@@ -215,7 +216,7 @@ def test_a_function_whose_address_is_taken_reports_with_the_invocation_unknown()
     )
     result = run(entry(body, buffers="ab", head=NOINLINE_PUT), [64, 8], 20)
     assert reports(result) == [("range", "store", "put", 4, UNKNOWN)]
-    assert "4 invocations, first unknown" in result.validation[0].line()
+    assert "4 invocations, first unknown" in validation_reports(result)[0].line()
 
 
 def test_a_call_through_a_pointer_is_never_taken_for_a_call_of_the_function_its_name_spells():
@@ -245,7 +246,7 @@ def test_a_function_with_dots_in_its_name_gets_the_invocation_from_its_callers()
 
 def test_nothing_is_left_unchecked_in_code_that_only_touches_the_runtimes_buffers():
     for text in (STORED_POINTERS, ONE_PAST_INTO_ANOTHER, scattered_loads()):
-        table = lower_sources([Source("test.ll", text)], validate=True).validation
+        table = table_of(lower_sources([Source("test.ll", text)], validate=True), "validation")
         assert table.unchecked == ()
 
 

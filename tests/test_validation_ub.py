@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dprintf_cli import dprintf
+from run_parts import table_of, validation_reports
 from validation_runs import PLACES, entry, reports, run, words
 
 from lowering.devices.harness import Ending
@@ -111,13 +112,15 @@ def test_each_planted_undefined_operation_is_reported_with_its_invocations_and_y
     ]
     found = words(result.data_buffers[0], INVOCATIONS * len(OPERATIONS))
     assert [value & 0xFFFFFFFF for value in found] == [value for column in results for value in column]
-    lines = [report.line() for report in result.validation]
+    lines = [report.line() for report in validation_reports(result)]
     assert "signed division overflow (-2147483648 / -1) (sdiv i32)" in lines[2]
     assert "shift by the width or more (shl i32), amounts 32..39" in lines[3]
     assert "(fptosi float to i32), invocation 22's 2.2e+09 (from 2.2e+09 to 3.9e+09)" in lines[4]
     assert "(fptosi float to i32), invocation 7's nan in @main" in lines[6]
     assert "division by zero (udiv <4 x i32>)" in lines[7]
-    nan = next(report for report in result.validation if report.count == 1 and report.site.kind == "fptosi")
+    nan = next(
+        report for report in validation_reports(result) if report.count == 1 and report.site.kind == "fptosi"
+    )
     assert np.isnan(nan.example)
 
 
@@ -140,7 +143,7 @@ def test_operands_proven_in_range_are_not_checked():
         "  %e = ashr <2 x i32> splat (i32 5), <i32 1, i32 31>\n",
         buffers=[],
     )
-    table = lower_sources([Source("test.ll", text)], validate="ub").validation
+    table = table_of(lower_sources([Source("test.ll", text)], validate="ub"), "validation")
     assert table.sites == () and table.removed == 5
 
 
@@ -154,10 +157,10 @@ def test_known_bits_prove_an_odd_divisor_and_a_short_shift_amount():
         "  %long = lshr i32 %id, 26\n  %b = shl i32 %q, %long\n",
         buffers=[],
     )
-    table = lower_sources([Source("test.ll", text)], validate="ub").validation
+    table = table_of(lower_sources([Source("test.ll", text)], validate="ub"), "validation")
     assert sorted(site.kind for site in table.sites) == ["sdiv", "shl", "udiv"]
     unproven = text.replace("or i32 %id, 1", "add i32 %id, 1").replace("lshr i32 %id, 27", "lshr i32 %id, 26")
-    twin = lower_sources([Source("test.ll", unproven)], validate="ub").validation
+    twin = table_of(lower_sources([Source("test.ll", unproven)], validate="ub"), "validation")
     assert sorted(site.kind for site in twin.sites) == ["sdiv", "shl", "shl", "udiv", "udiv", "urem"]
     assert table.removed - twin.removed == 3
 
@@ -214,7 +217,7 @@ def test_the_command_reports_unreachable_reached_and_exits_3(tmp_path):
 
 def test_the_unreachable_after_an_abort_is_not_a_site():
     text = (SAMPLES / "abort.ll").read_text()
-    table = lower_sources([Source("abort.ll", text)], validate="ub").validation
+    table = table_of(lower_sources([Source("abort.ll", text)], validate="ub"), "validation")
     assert table.sites == ()
     result = run(
         text.replace("i32 %invocation_id)", "i32 %invocation_id, ptr addrspace(7) %unused)"),
@@ -222,7 +225,7 @@ def test_the_unreachable_after_an_abort_is_not_a_site():
         8,
         validate="ub",
     )
-    assert result.ending is Ending.ABORTED and result.validation == ()
+    assert result.ending is Ending.ABORTED and validation_reports(result) == ()
     assert [message.text for message in result.abort.messages] == [
         "invocation 3: value -20 is negative (limit 0.0)"
     ]
@@ -262,20 +265,21 @@ def test_decode_reports_a_dump_with_the_sites_of_the_elf(tmp_path):
     dump.write_bytes(bytes(result.printf_buffer))
     decoded = dprintf("decode", str(dump), "--elf", str(elf))
     assert decoded.returncode == 4
-    assert decoded.stderr.splitlines() == [f"error: {report.line()}" for report in result.validation]
+    assert decoded.stderr.splitlines() == [f"error: {report.line()}" for report in validation_reports(result)]
 
 
 def test_the_gpu_code_carries_the_checks():
     from lowering.devices.device import EntryPoint
     from lowering.devices.nvptx import kernel_ptx
-    from lowering.targets.runtime_globals import VALIDATION_RANGES_GLOBAL, VALIDATION_SIZES_GLOBAL
+    from lowering.targets.runtime_globals import DATA_SIZES_GLOBAL
+    from metadata.validation.live_ranges import VALIDATION_RANGES_GLOBAL
 
     sources = [
         Source("ub.ll", program(PLANTED)),
         Source("other.ll", UNREACHABLE.replace("@main(", "@other(")),
     ]
     lowered = lower_sources(sources, "nvptx", validate="all")
-    globals_ = [VALIDATION_SIZES_GLOBAL, VALIDATION_RANGES_GLOBAL]
+    globals_ = [DATA_SIZES_GLOBAL, VALIDATION_RANGES_GLOBAL]
     ptx = kernel_ptx(lowered.ir, EntryPoint("main", False, 1), runtime_globals=globals_)
     assert "lgc_validation_buffer_sizes" in ptx and "lgc_validation_ranges" in ptx
     assert "atom.global.or.b64" in ptx  # the stores mark their bytes written
@@ -327,8 +331,8 @@ def test_fptosi_at_the_bounds_of_the_integer_type(
     result = run(entry(body, buffers=["in", "out"]), buffers, len(values), place, validate="ub")
     bad = len(defined)
     assert reports(result) == [("ub", "fptosi", "main", len(values) - bad, bad)]
-    assert result.validation[0].example == floats(undefined[0])
-    assert result.validation[0].values == (-INFINITY, INFINITY)
+    assert validation_reports(result)[0].example == floats(undefined[0])
+    assert validation_reports(result)[0].values == (-INFINITY, INFINITY)
     found = np.frombuffer(bytes(result.data_buffers[1]), integers)
     assert found.tolist() == [int(floats(value)) for value in defined] + [0] * (len(values) - bad)
     assert found[0] == np.iinfo(integers).min

@@ -4,9 +4,11 @@ the cpu device on 1 and 2 threads, and an NVIDIA GPU where one is present (marke
 from __future__ import annotations
 
 import pytest
+from run_parts import validation_reports
 
 from lowering.devices.cuda_driver import gpu_count
-from lowering.devices.harness import GUARD_BYTES, GUARD_FILL, RunResult, run_sources
+from lowering.devices.harness import GUARD_FILL, RunResult, run_sources
+from lowering.devices.images import GUARD_BYTES
 from lowering.lowered_module import Source
 
 GPUS, NO_GPU = gpu_count()
@@ -60,7 +62,7 @@ def reports(result: RunResult) -> list[tuple[str, str, str, int, int]]:
     """Each report as (check, kind, function, count, first invocation)."""
     return [
         (report.site.check, report.site.kind, report.site.function, report.count, report.first_invocation)
-        for report in result.validation or ()
+        for report in validation_reports(result) or ()
     ]
 
 
@@ -69,4 +71,8 @@ def words(image, count: int) -> list[int]:
 
 
 def guards_intact(result: RunResult) -> bool:
-    return all(guard == bytes([GUARD_FILL]) * GUARD_BYTES for guard in result.data_guards)
+    return all(
+        guard == bytes([GUARD_FILL]) * GUARD_BYTES
+        for name, guard in result.guards
+        if name.startswith("data ")
+    )

@@ -8,18 +8,21 @@ import os
 import sys
 from collections.abc import Callable
 
-from metadata.call_sites import invocation_ranges
 from metadata.formats import C_DIALECT, DIALECTS
-from metadata.validation import ALL, BOUNDS, CLASSES, ValidationOptionError, checks_of
 
 from ..devices.device import (
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
     DEFAULT_RUN_TIMEOUT_SECONDS,
+    DEVICE_MODULES,
     MAX_INVOCATIONS,
     WORKER_MODULES,
 )
 from ..devices.worker import prestart
+from ..features import FEATURES
+from ..features.feature import Command
+from ..targets.target import TARGETS
+from .commands import options_of
 from .process_ends import run_main
 
 # What each numeric option accepts: the contract's own limits (MAX_INVOCATIONS, the 2 GiB offset
@@ -40,18 +43,23 @@ def build_parser() -> argparse.ArgumentParser:
     lower = commands.add_parser("lower", help="lower printf and abort calls; print the lowered IR")
     lower.add_argument("inputs", nargs="+", metavar="IN.ll", help="textual LLVM IR ('-' reads stdin)")
     lower.add_argument("-o", "--output", metavar="OUT.ll", help="output file (stdout by default)")
-    lower.add_argument("--target", choices=("cpu", "amdpal", "nvptx"), default="cpu")
-    _add_lowering_options(lower)
-    _add_printf_options(lower)
+    lower.add_argument(
+        "--target", choices=list(TARGETS), default="cpu", help="what to lower for (default: cpu)"
+    )
+    _add_lowering_options(lower, Command.LOWER)
 
     compile_ = commands.add_parser(
         "compile", help="lower and compile to an ELF object with the table in a note"
     )
     compile_.add_argument("inputs", nargs="+", metavar="IN.ll")
     compile_.add_argument("-o", "--output", metavar="OUT", required=True)
-    compile_.add_argument("--target", choices=("amdpal", "cpu"), default="amdpal")
-    _add_lowering_options(compile_)
-    _add_printf_options(compile_)
+    compile_.add_argument(
+        "--target",
+        choices=[name for name, target in TARGETS.items() if target.emits_objects],
+        default="amdpal",
+        help="the ELF's target (default: amdpal)",
+    )
+    _add_lowering_options(compile_, Command.COMPILE)
     compile_.add_argument(
         "--mcpu", metavar="NAME", help="target processor (gfx1100 for amdpal, the host for cpu)"
     )
@@ -62,24 +70,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="lower, run on a device, decode the buffers")
     _add_run_options(run)
-    _add_lowering_options(run)
-    _add_printf_options(run)
+    _add_lowering_options(run, Command.RUN)
     run.add_argument(
         "--dump-buffers",
         metavar="DIR",
-        help="write each data buffer to DIR/buffer<N>.bin after the run (with --instrument, the "
-        "block counters to DIR/instrumentation.bin; with --races, each shadow to DIR/races<N>.bin)",
+        help="write each data buffer to DIR/buffer<N>.bin after the run"
+        + "".join(f"; {feature.dump_help}" for feature in FEATURES if feature.dump_help),
     )
     _add_json_options(run)
 
-    profile = commands.add_parser(
-        "profile", help="run with every basic block counted; report the counts and costs (SPEC 10)"
-    )
-    _add_run_options(profile)
-    _add_lowering_options(profile, counted=False)
-    _add_printf_options(profile)
-    _add_profile_options(profile)
-    profile.add_argument("--json", action="store_true", help="print the table and the counts as JSON")
+    for feature in FEATURES:
+        for name in feature.commands:
+            command = commands.add_parser(name, help=feature.command_help[name])
+            _add_run_options(command)
+            _add_lowering_options(command, Command(name))
+            command.add_argument("--json", action="store_true", help="print the table and the counts as JSON")
 
     decode = commands.add_parser("decode", help="decode raw buffer dumps")
     decode.add_argument("buffer", nargs="?", metavar="BUFFER", help="printf buffer dump ('-' reads stdin)")
@@ -94,25 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="capacity in dwords (default: reserved0)",
     )
     _add_json_options(decode)
-    decode.add_argument(
-        "--verbose",
-        action="store_true",
-        help="prefix each line with its call site and invocation (entries compiled with --verbose)",
-    )
-    decode.add_argument(
-        "--instrumentation-buffer",
-        metavar="FILE",
-        help="block counters dump (SPEC 10): the profile of the ELF's instrumentation table",
-    )
-    _add_profile_options(decode)
-    decode.add_argument(
-        "--races-shadow",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="a shadow dump (SPEC 12), or a directory of them (races<N>.bin): the races of the ELF's "
-        "races table (repeatable)",
-    )
+    for option in options_of(Command.DECODE):
+        option.add_to(decode)
 
     link = commands.add_parser("link", help="one ELF whose table is the union of the inputs'")
     link.add_argument("inputs", nargs="+", metavar="IN.elf")
@@ -156,7 +144,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help=f"whole abort buffer, header included (default: {DEFAULT_ABORT_BUFFER_BYTES})",
     )
-    parser.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
+    parser.add_argument(
+        "--device", choices=list(DEVICE_MODULES), default="cpu", help="where to run (default: cpu)"
+    )
     parser.add_argument(
         "--timeout",
         type=_positive_seconds,
@@ -174,21 +164,6 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_profile_options(parser: argparse.ArgumentParser) -> None:
-    """How a profile is shown besides its report (SPEC 10)."""
-    parser.add_argument(
-        "--annotate",
-        action="store_true",
-        help="print the source (or the IR, without debug information) with each line's counts",
-    )
-    parser.add_argument(
-        "--arm-values",
-        metavar="FILE",
-        help="write the values vkGetShaderInstrumentationValuesARM returns to FILE, the metrics to FILE.json",
-    )
-    parser.add_argument("--html", metavar="FILE", help="write the profile as one self-contained HTML page")
-
-
 def _add_json_options(parser: argparse.ArgumentParser) -> None:
     """`--json` (one document) or `--json-lines` (an entry a line, then the summary), not both."""
     choice = parser.add_mutually_exclusive_group()
@@ -198,63 +173,16 @@ def _add_json_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_lowering_options(parser: argparse.ArgumentParser, counted: bool = True) -> None:
-    """The options of every command that lowers: the format dialect, and unless the command decides
-    itself (`counted` False), validation, instrumentation and race recording."""
-    if counted:
-        parser.add_argument(
-            "--validate",
-            nargs="?",
-            const=BOUNDS,
-            default=frozenset(),
-            type=_validation_classes,
-            metavar="CLASSES",
-            help=f"compile checks into the shader: alone, every access against its buffer or the live ranges "
-            f"(SPEC 11, 13); --validate=CLASSES takes {', '.join(CLASSES)} or {ALL}, comma-separated",
-        )
-        parser.add_argument(
-            "--instrument", action="store_true", help="count every basic block's entries (SPEC 10)"
-        )
-        parser.add_argument(
-            "--races",
-            action="store_true",
-            help="record data-buffer accesses; report races between invocations (SPEC 12)",
-        )
+def _add_lowering_options(parser: argparse.ArgumentParser, command: Command) -> None:
+    """The options of a command that lowers: the format dialect, and the features' options it offers."""
+    for option in options_of(command):
+        option.add_to(parser)
     parser.add_argument(
         "--format-dialect",
         choices=DIALECTS,
         default=C_DIALECT,
         help="how format strings read: C's (default), or VVL's habits (SPEC 9)",
     )
-
-
-def _add_printf_options(parser: argparse.ArgumentParser) -> None:
-    """What printf calls do besides writing (issue 23): say where and for whom, print for some
-    invocations only, stop a site past a number of lines."""
-    parser.add_argument(
-        "--verbose",
-        action="store_true",
-        help="each printf line prefixed with its call site and invocation (an entry per call site)",
-    )
-    parser.add_argument(
-        "--only-invocations",
-        type=_invocation_list,
-        metavar="LIST",
-        help="only these invocation IDs print: IDs and ranges, e.g. 0,17,100-131",
-    )
-    parser.add_argument(
-        "--max-lines-per-site",
-        type=_integer(0, MAX_CAPACITY_DWORDS),
-        metavar="N",
-        help="a printf call site writes at most N lines; the dropped ones are counted per site",
-    )
-
-
-def _invocation_list(text: str) -> tuple[tuple[int, int], ...]:
-    try:
-        return invocation_ranges(text)
-    except ValueError as failure:
-        raise argparse.ArgumentTypeError(str(failure)) from None
 
 
 def _integer(least: int, most: int, units: dict[str, int] | None = None) -> Callable[[str], int]:
@@ -283,18 +211,12 @@ def _data_buffer(text: str) -> tuple[int, str | None]:
     return _integer(1, MAX_BUFFER_BYTES, _BYTE_UNITS)(size), path or None
 
 
-def _validation_classes(text: str) -> frozenset[str]:
-    """`--validate=CLASSES`: the classes of checks, comma-separated (`metadata.validation.checks_of`)."""
-    try:
-        return checks_of(text)
-    except ValidationOptionError as failure:
-        raise argparse.ArgumentTypeError(str(failure)) from None
-
-
-def _explicit_validate(argv: list[str]) -> list[str]:
-    """`--validate` alone spelt `--validate=bounds`: its classes follow an `=` only, so that the word after
-    a bare `--validate` (`dprintf lower --validate IN.ll`) stays the argument it is."""
-    return [f"--validate={BOUNDS}" if word == "--validate" else word for word in argv]
+def _alone_spelt_out(argv: list[str]) -> list[str]:
+    """A flag whose value follows `=` only, given alone, spelt with the value it means alone
+    (`Option.alone`: `--flag` as `--flag=value`), so that the word after it (`dprintf lower --flag IN.ll`)
+    stays the argument it is."""
+    alone = {option.flag: option.alone for feature in FEATURES for option in feature.options if option.alone}
+    return [f"{word}={alone[word]}" if word in alone else word for word in argv]
 
 
 def _positive_seconds(text: str) -> float:
@@ -316,8 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     command uses and which would make code generation start an interpreter instead of forking
     (`isolation`). OPENBLAS_NUM_THREADS=1, unless set otherwise, starts none."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    args = build_parser().parse_args(_explicit_validate(sys.argv[1:] if argv is None else argv))
-    if args.command in ("run", "profile"):
+    args = build_parser().parse_args(_alone_spelt_out(sys.argv[1:] if argv is None else argv))
+    if getattr(args, "device", None) is not None:
         prestart(WORKER_MODULES[args.device])  # starts while the command imports and lowers
-    command = importlib.import_module(f"lowering.cli.commands.{args.command}_command")
+    command = importlib.import_module(_command_module(args.command))
     return run_main(lambda: command.run(args))
+
+
+def _command_module(name: str) -> str:
+    """The module of the command `name`: the core's, or the feature's that registers it."""
+    for feature in FEATURES:
+        if name in feature.commands:
+            return feature.commands[name]
+    return f"lowering.cli.commands.{name}_command"

@@ -52,4 +52,4 @@ def _assembly(lowered: LoweredModule, cpu: str | None, source: str) -> str:
     module = parse_source(source, lowered.ir)
     optimize(module, machine)
     assembly = machine.emit_assembly(module)
-    return copy_returning_tails(assembly) if lowered.target.name == "nvptx" else assembly
+    return copy_returning_tails(assembly) if lowered.target.copies_returning_tails else assembly

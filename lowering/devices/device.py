@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from metadata.errors import DprintfError
-from metadata.live_ranges import LiveRange, table_bytes
+from metadata.validation.live_ranges import LiveRange, table_bytes
 
 from ..targets.target import Target
 
@@ -22,7 +22,7 @@ MAX_INVOCATIONS = 1 << 32  # invocation IDs are 32-bit: 0 .. 2^32 - 1
 DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
 DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)  # the proposal's minimum maxShaderAbortMessageSize
 DEFAULT_RUN_TIMEOUT_SECONDS = 60.0
-PRINTF_IMAGE, ABORT_IMAGE = 0, 1  # a launch's images: printf, abort, then the data buffers
+PRINTF_IMAGE, ABORT_IMAGE = 0, 1  # a launch's first images: printf, abort (then `slots` names them all)
 
 Image = bytes | bytearray | memoryview | mmap.mmap  # a buffer's bytes, as the harness gives them
 
@@ -58,11 +58,12 @@ class RuntimeGlobal:
     image: int | None = None
     value: bytes = b""
     images: tuple[int | None, ...] = ()
+    ir_type: str | None = None  # the global's type as the runtime sets it, checked against the module
 
 
 @dataclass(frozen=True, slots=True)
 class LiveRangeImages:
-    """The table of live ranges (SPEC 13, `metadata.live_ranges`) that a device writes into image
+    """The table of live ranges (SPEC 13, `metadata.validation.live_ranges`) that a device writes into image
     `image` once it knows where the images are: for each of `ranges` (image, bytes, id), the first
     `bytes` of that image; for each data buffer, the address of its shadow image in `shadows` (none
     without `--validate=init`)."""
@@ -96,10 +97,10 @@ class Launch:
     """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads,
     and the globals to set first. The images it is given are the printf and abort buffers, the entry's
     data buffers in parameter order, then the images only runtime globals point at (the
-    instrumentation buffer, the shadows of SPEC 12; validation's shadows and table of live ranges,
+    features' counters and shadows, and the table of live ranges with its shadows,
     which the device fills in from `live_ranges`). `device_images` are those a device may keep in its
     own memory even when the code can abort (what they hold is lost with the device). `traps`: the code
-    may end an invocation with a trap other than an abort's (`unreachable` reached under validation), so
+    may end an invocation with a trap other than an abort's (`unreachable` reached under a check), so
     what it printed must survive the device's loss."""
 
     ir: str

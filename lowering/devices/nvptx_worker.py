@@ -11,7 +11,7 @@ mapped into the GPU's address space, so an abort record, fenced at system scope 
 host memory when the context is lost. The printf buffer lives in device memory and is copied back,
 except for code that can abort: then it is mapped host memory too, so that the output written before
 an abort survives the loss of the context. So do the images only runtime globals point at (the
-instrumentation counters, SPEC 10), after the entry's data buffers, but for the job's `device_images`
+a feature's counters), after the entry's data buffers, but for the job's `device_images`
 (the shadows of SPEC 12), which are always in device memory. Device copies start zeroed and only the
 pieces of an image that are not zero (`filled`, from the harness) are copied to the GPU.
 """

@@ -1,1 +1,5 @@
-"""The passes, one module each, and the per-run state they share; `lowering.pipeline` composes them."""
+"""The core's passes, one module each with `run(context)`; `lowering.pipeline` lists them in order.
+
+What passes share lives in `lowering.services`; the optional features' passes live in their own
+folders under `lowering.features`. A pass never imports another pass.
+"""

@@ -11,13 +11,15 @@ generation, naming LLVM's message.
 from __future__ import annotations
 
 from ..ir.lexer import without_word
-from ..ir.model import Instruction, Module
+from ..ir.model import Instruction
+from ..services.context import PassContext
 
 AS_C = ("spir_func",)  # conventions compiled as the C convention on every target
 
 
-def lower_conventions(module: Module) -> None:
-    """Make every AS_C convention of `module` the C convention."""
+def run(context: PassContext) -> None:
+    """Make every AS_C convention of the context's module the C convention."""
+    module = context.module
     for convention in AS_C:
         for function in module.functions.values():
             if convention in function.header:

@@ -18,26 +18,21 @@ from __future__ import annotations
 
 from metadata.wire import UNKNOWN_INVOCATION
 
-from ..ir.model import Block, Function, Instruction, Module
-from .buffer_accesses import all_entries
-from .context import RUNTIME_BUFFER_TYPE, PassContext
-from .direct_calls import DirectCalls
-from .helpers import signed32
-from .printf_sites import INVOCATION_PLACEHOLDER
+from ..ir.model import Block, Function, Instruction
+from ..services.buffer_accesses import all_entries
+from ..services.context import RUNTIME_BUFFER_TYPE, PassContext
+from ..services.direct_calls import DirectCalls
+from ..services.helpers import signed32
+from ..services.printf_sites import ID_PARAMETER, INVOCATION_PLACEHOLDER
 
 _UNKNOWN = str(signed32(UNKNOWN_INVOCATION))
-ID_PARAMETER = "invocation"  # after the run's prefix: the parameter that passes the ID down
 
 
-def called_functions(module: Module) -> frozenset[str]:
-    """The functions something in `module` refers to, before they are inlined."""
-    return frozenset(name for name, count in module.reference_counts().items() if count > 1)
-
-
-def run(context: PassContext, called: frozenset[str]) -> None:
-    """Give every placeholder of the context's (inlined) module its invocation ID; `called` are the
-    functions called before inlining (`called_functions`)."""
+def run(context: PassContext) -> None:
+    """Give every placeholder of the context's (inlined) module its invocation ID (`context.called`: the
+    functions called before inlining)."""
     module = context.module
+    called = context.called
     placeholder = f"{context.prefix}{INVOCATION_PLACEHOLDER}"
     if placeholder not in module.functions:
         return
@@ -91,7 +86,7 @@ def _report(context: PassContext, function: Function) -> None:
         f"no invocation ID reaches @{function.name} (not an entry taking `i32 %invocation_id` after its "
         "buffers, nor called by one)"
     )
-    if context.options.only_invocations is not None:
+    if context.helpers.gate is not None and context.helpers.gate.invocations is not None:
         context.problem(None, f"{why}: --only-invocations cannot filter its printf calls")
     else:
         context.warnings.append(f"{why}: its printf lines show no invocation (--verbose)")

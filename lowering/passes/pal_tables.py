@@ -11,7 +11,7 @@ from metadata.table import FormatTable, unpack_document
 
 from ..ir.model import Module
 from ..lowered_module import tables_document
-from .context import PassContext
+from ..services.context import PassContext
 
 PAL_METADATA = "!amdgpu.pal.metadata.msgpack"
 USER_DATA_OFFSET_KEY = ".user_data_offset"
@@ -23,7 +23,7 @@ def run(context: PassContext) -> None:
         return
     if context.user_data_offset is not None:
         context.table.other_keys[USER_DATA_OFFSET_KEY] = context.user_data_offset
-    extra = tables_document(context.validation, context.instrumentation, context.races, context.line_limit)
+    extra = tables_document(context.ordered_parts().values())
     try:
         _add_pal_table(context.module, context.table, extra)
     except DprintfError as failure:

@@ -21,22 +21,23 @@ from ..ir.lexer import global_name
 from ..ir.model import Instruction
 from ..ir.types import parse_type
 from ..ir.values import Operand, constant_lanes
+from ..services.calls import MESSAGE, Call, crowded_functions, find_calls, other_uses
+from ..services.context import RUNTIME_BUFFER_TYPE, PassContext
+from ..services.format_strings import FormatStrings
+from ..services.helpers import ABORT, AS_IS, PRINTF, Helper, signed64
+from ..services.printf_sites import PrintfSites
+from ..services.reservations import Reservations
+from ..services.runtime_buffers import RuntimeBuffers
+from ..services.string_arguments import StringArguments
 from ..targets.runtime_globals import ABORT_BUFFER_GLOBAL
-from .calls import MESSAGE, Call, crowded_functions, find_calls, other_uses
-from .context import RUNTIME_BUFFER_TYPE, PassContext
-from .format_strings import FormatStrings
-from .helpers import ABORT, AS_IS, PRINTF, Helper, signed64
-from .printf_sites import PrintfSites
-from .reservations import Reservations
-from .runtime_buffers import RuntimeBuffers
-from .string_arguments import StringArguments
 
 _UNDEFINED = frozenset({"undef", "poison"})  # a message dword of these is a constant 0
 
 
-def run(context: PassContext, kinds: list[str]) -> None:
-    """Lower every call of `kinds` in the module; the problems go to the context."""
-    _PrintfAbort(context).run(kinds)
+def run(context: PassContext) -> None:
+    """Lower every call of the kinds the module declares (`context.kinds`); the problems go to the
+    context."""
+    _PrintfAbort(context).run(context.kinds)
 
 
 class _PrintfAbort:

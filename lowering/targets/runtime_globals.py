@@ -14,16 +14,15 @@ import llvmlite.binding as llvm
 
 PRINTF_BUFFER_GLOBAL = "lgc.debug.printf.buffer"  # the printf buffer of LLPC's form without one (SPEC 9)
 ABORT_BUFFER_GLOBAL = "lgc.debug.abort.buffer"  # the abort buffer of LLPC's `@lgc.abort.msg` (SPEC 9)
-VALIDATION_SIZES_GLOBAL = "lgc.validation.buffer.sizes"  # the data buffers' sizes the checks read (SPEC 11)
-VALIDATION_RANGES_GLOBAL = "lgc.validation.ranges"  # the table of live ranges and shadows (SPEC 13)
+DATA_SIZES_GLOBAL = "lgc.validation.buffer.sizes"  # each data buffer's size in bytes, `[K x i64]` (SPEC 11)
 # Where a target's globals hold buffer resources (`Target.resource_globals`): the 128-bit descriptor a
 # fat pointer is made of, in the constant address space.
 RESOURCE_TYPE = "ptr addrspace(8)"
 CONSTANT_ADDRESS_SPACE = 4
 CONSTANT_POINTER_TYPE = f"ptr addrspace({CONSTANT_ADDRESS_SPACE})"
-INSTRUMENTATION_BUFFER_GLOBAL = "lgc.instrumentation.buffer"  # the block counters (SPEC 10)
-RACES_SHADOW_GLOBAL = "lgc.races.shadow"  # each data buffer's shadow, `[K x ptr]` (SPEC 12)
-SITE_COUNTS_GLOBAL = "lgc.debug.printf.site.counts"  # a u64 a printf call site (`--max-lines-per-site`)
+SITE_COUNTS_GLOBAL = (
+    "lgc.debug.printf.site.counts"  # a u64 a printf call site (a gated printf's line counter)
+)
 
 
 def define_declared_globals(module: llvm.ModuleRef, names: Iterable[str]) -> None:

@@ -94,10 +94,13 @@ class Target:
     `global_address_space`, when set, is where memory the runtime points to with a plain pointer (the
     shadows of SPEC 12) is accessed: the GPU's global memory rather than the generic address space.
     `races_per_warp`: where a full warp's lanes make one 4-byte access to 32 consecutive words, in lane
-    order, one lane records it for all of them (`metadata.races`, a warp's record).
+    order, one lane records it for all of them (`metadata.races.table`, a warp's record).
     `reserves_per_block`: a printf every invocation of an entry reaches once reserves its thread
     block's entries with one atomic add, its threads waiting at barriers for each other
     (`block_reservation`): only for a kernel that calls the entry once in each thread, or exits.
+    `device_scope`: the `syncscope` of the whole device, None where the default (system) is it.
+    `emits_objects`: `compile` writes an ELF object for it. `copies_returning_tails`: its assembly (PTX)
+    gets short returning tails copied into the cold blocks that branch back to them (`ptx_tails`).
     """
 
     name: str
@@ -118,6 +121,9 @@ class Target:
     cold_printf: bool = False
     races_per_warp: bool = False
     reserves_per_block: bool = False
+    device_scope: str | None = None
+    emits_objects: bool = False
+    copies_returning_tails: bool = False
 
     @property
     def buffer_type(self) -> str:
@@ -142,6 +148,7 @@ TARGETS: dict[str, Target] = {
             pal_metadata=False,
             counter_slices=64,
             counter_copy=CounterCopy.STACK,
+            emits_objects=True,
         ),
         Target(
             "amdpal",
@@ -152,6 +159,8 @@ TARGETS: dict[str, Target] = {
             outlines_calls_above=OUTLINED_CALLS_THRESHOLD,
             resource_globals=True,
             global_address_space=1,
+            device_scope="agent",
+            emits_objects=True,
         ),
         Target(
             "nvptx",
@@ -177,6 +186,8 @@ TARGETS: dict[str, Target] = {
             # Issue #20, bench_races.py on an H100 at 2^24, the memory-bound kernel with fresh shadows:
             # 1.62x with a warp's records, 2.27x with every lane's own.
             races_per_warp=True,
+            device_scope="device",
+            copies_returning_tails=True,
         ),
     )
 }

@@ -1,5 +1,5 @@
 """Many printf entries of one format as JSON at once: each entry `{"offset", "id", "format", "values",
-"text"}` (then `"site"` and `"invocation"` for an entry written with `--verbose`) exactly as
+"text"}` (then `"site"` and `"invocation"` for an entry that carries its call site) exactly as
 `json.dumps` writes its map (ASCII, `", "` and `": "` separators), followed by a terminator (`", "`
 between the entries of a document, a newline for JSON lines).
 

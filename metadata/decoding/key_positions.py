@@ -1,5 +1,6 @@
 """Where each key occurs in an array of small integer keys: how the printf decoder picks each format's
-entries and the race decoder each pair of sites' words, by comparison for a few keys, by sorting for more."""
+entries and the shadows' decoder each pair of sites' words, by comparison for a few keys, by sorting
+for more."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ _BLOCK_ENTRIES = 1 << 16
 @dataclass(frozen=True, slots=True)
 class PrintfEntry:
     """One decoded entry: its dword offset after the header, ID, format string, values and text; for an
-    entry written with `--verbose`, its call site and invocation ID (UNKNOWN_INVOCATION: not known)."""
+    entry that carries them, its call site and invocation ID (UNKNOWN_INVOCATION: not known)."""
 
     offset: int
     id: int
@@ -66,7 +66,7 @@ class PrintfEntry:
 @dataclass(frozen=True, eq=False)
 class FormatColumns:
     """The entries of one format, in buffer order: their dword offsets and one array per argument; for a
-    format with a call site (`--verbose`), the invocation ID of each entry.
+    format with a call site, the invocation ID of each entry.
 
     A column is (n,) for a scalar and (n, N) for a vector; uint32/uint64 raw bits for integers,
     float32/float64 for floats.
@@ -103,7 +103,7 @@ class FormatColumns:
 @dataclass(frozen=True, slots=True)
 class _FormatRows:
     """`count` entries of one format, as argument columns: what renders them, in any process. With
-    `invocations` (`--verbose`), each line is prefixed with its site and invocation."""
+    `invocations` (a call site's entries), each line is prefixed with its site and invocation."""
 
     format: DecodableFormat
     columns: tuple[np.ndarray, ...]

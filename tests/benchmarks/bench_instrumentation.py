@@ -39,12 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench_options import gpu_and_cpu_parser
+from run_parts import profile_of, table_of
 
 from lowering.devices.harness import run_lowered, run_sources
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from lowering.targets.target import CounterPlacement, get_target
-from metadata.instrumentation import InstrumentationTable, read_counters
+from metadata.instrumentation.table import InstrumentationTable, read_counters
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "benchmarks")]
@@ -233,8 +234,8 @@ def device_seconds(
     )
     assert not result.device_lost and result.status.seconds is not None, result.loss
     if instrument:
-        assert result.profile is not None
-        assert result.profile.counts[_loop_block(result.profile.table)] == STEPS * invocations
+        assert profile_of(result) is not None
+        assert profile_of(result).counts[_loop_block(profile_of(result).table)] == STEPS * invocations
     return result.status.seconds
 
 
@@ -311,7 +312,7 @@ def gpu_ratios(log2: int) -> list[str]:
 
     from lowering.devices.device import EntryPoint
     from lowering.devices.nvptx import kernel_ptx, ptx_name
-    from lowering.targets.runtime_globals import INSTRUMENTATION_BUFFER_GLOBAL
+    from metadata.instrumentation.table import INSTRUMENTATION_BUFFER_GLOBAL
 
     invocations = 1 << log2
     printf, abort = device_buffer(1 << 16), device_buffer(1 << 16)
@@ -328,8 +329,8 @@ def gpu_ratios(log2: int) -> list[str]:
                 kernel_ptx(lowered.ir, entry, runtime_globals=[INSTRUMENTATION_BUFFER_GLOBAL])
             )
             if placement is not None:
-                assert lowered.instrumentation is not None
-                table = lowered.instrumentation
+                assert table_of(lowered, "instrumentation") is not None
+                table = table_of(lowered, "instrumentation")
                 buffer = cupy.asarray(memoryview(table.initial_buffer()), dtype=cupy.uint8)
                 counters[placement] = (table, buffer)
                 address = buffer.data.ptr.to_bytes(8, "little")
@@ -403,9 +404,9 @@ def exact_counts(log2: int, seeds: range) -> list[str]:
     result = run_sources(
         [Source("profile.ll", sample)], device="nvptx", invocations=invocations, instrument=True
     )
-    assert result.profile is not None
-    blocks = result.profile.table.blocks
-    counted = dict(zip(((b.function, b.block) for b in blocks), result.profile.counts, strict=True))
+    assert profile_of(result) is not None
+    blocks = profile_of(result).table.blocks
+    counted = dict(zip(((b.function, b.block) for b in blocks), profile_of(result).counts, strict=True))
     ids = range(invocations)
     expected = {
         ("main", "loop"): sum(id_ % 8 for id_ in range(8)) * (invocations // 8),
@@ -425,11 +426,11 @@ def exact_counts(log2: int, seeds: range) -> list[str]:
             invocations=invocations,
             instrument=True,
         )
-        assert result.profile is not None and not result.device_lost, result.loss
+        assert profile_of(result) is not None and not result.device_lost, result.loss
         expected_blocks, _ = program.expected_at_scale(invocations)
         counted = {
             (block.function, block.block.lstrip("%")): count
-            for block, count in zip(result.profile.table.blocks, result.profile.counts, strict=True)
+            for block, count in zip(profile_of(result).table.blocks, profile_of(result).counts, strict=True)
         }
         wrong = {
             label: (counted.get(label, 0), expected_blocks[label])

@@ -34,7 +34,7 @@ from bench_validation import cpu_ratios as validation_cpu_ratios
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
-from metadata.races import RaceTable
+from metadata.races.table import RaceTable
 
 RACING_IR = KERNELS["memory-bound"].replace(
     "  %dst = getelementptr float, ptr addrspace(7) %out, i64 %w\n",
@@ -81,7 +81,7 @@ def describe_shadow(shadows: int, data_bytes: int) -> str:
 def cpu_ratios(invocations: int, repeat: int) -> list[str]:
     """The cpu device's seconds for each kernel, recorded against not, best of `repeat`; the shadow."""
     lines = validation_cpu_ratios(invocations, repeat, "races", ("plain", "with --races"))
-    table = lower_sources([Source("memory-bound", KERNELS["memory-bound"])], races=True).races
+    table = lower_sources([Source("memory-bound", KERNELS["memory-bound"])], races=True).parts.get("races")
     assert table is not None
     shadows, data_bytes = shadow_ratio(table, invocations)
     lines.append(f"cpu, {describe_shadow(shadows, data_bytes)}")
@@ -109,12 +109,13 @@ def planted(invocations: int, device: str) -> str:
             race.first.invocation,
             race.second.invocation,
         )
-        for race in result.races or ()
+        for race in result.parts["races"].races
     ]
     half = invocations // 2
     assert found == [("write-racing-write", 0, 4 * (half - 1), half, 0, 1)], found
     scale = f"2^{invocations.bit_length() - 1} invocations"
-    report = f"{result.races[0].line()} ({seconds:.1f} s with decoding)"
+    first = result.parts["races"].races[0]
+    report = f"{first.line()} ({seconds:.1f} s with decoding)"
     return f"(b) {device}, {scale} of the planted race: exact, {report}"
 
 
@@ -129,8 +130,7 @@ def gpu_ratios(invocations: int) -> list[str]:
 
     from lowering.devices.device import EntryPoint
     from lowering.devices.nvptx import kernel_ptx, ptx_name
-    from lowering.targets.runtime_globals import RACES_SHADOW_GLOBAL
-    from metadata.races import SHADOW_HEADER
+    from metadata.races.table import RACES_SHADOW_GLOBAL, SHADOW_HEADER
 
     printf, abort = device_buffer(1 << 20), device_buffer(1 << 16)
     data = [cupy.zeros(invocations, dtype=cupy.float32) for _ in range(2)]
@@ -142,10 +142,10 @@ def gpu_ratios(invocations: int) -> list[str]:
             kernel = CudaKernel(
                 kernel_ptx(lowered.ir, EntryPoint("main", True, 2), runtime_globals=[RACES_SHADOW_GLOBAL])
             )
-            if lowered.races is not None:
+            if lowered.parts.get("races") is not None:
                 pointers = np.zeros(2, dtype=np.uint64)
                 shadows = []
-                for buffer in lowered.races.buffers:
+                for buffer in lowered.parts.get("races").buffers:
                     shadow = cupy.zeros(buffer.shadow_bytes(4 * invocations), dtype=cupy.uint8)
                     header = buffer.header(4 * invocations)
                     shadow[: len(header)] = cupy.asarray(np.frombuffer(header, dtype=np.uint8))
@@ -153,7 +153,7 @@ def gpu_ratios(invocations: int) -> list[str]:
                     pointers[buffer.buffer] = shadow.data.ptr
                 kernel.set_global(ptx_name(RACES_SHADOW_GLOBAL), pointers.tobytes())
                 kernel.shadows = shadows  # alive as long as the kernel
-                shadow_bytes, data_bytes = shadow_ratio(lowered.races, invocations)
+                shadow_bytes, data_bytes = shadow_ratio(lowered.parts.get("races"), invocations)
                 rows = [shadow[SHADOW_HEADER.size :] for shadow in shadows]
                 zero[races] = lambda rows=rows: [row.fill(0) for row in rows]
             else:

@@ -199,7 +199,8 @@ def best_seconds(
     seconds = []
     for _ in range(repeat):
         result = run_sources([source], invocations=invocations, threads=threads, data_buffers=data, **options)
-        assert not result.validation and not result.races and result.status.seconds is not None
+        found = [part.reports if name == "validation" else part.races for name, part in result.parts.items()]
+        assert not any(found) and result.status.seconds is not None
         seconds.append(result.status.seconds)
     return min(seconds)
 
@@ -235,8 +236,8 @@ def gpu_ratios(invocations: int) -> list[str]:
     from cupy_kernel import CudaKernel, device_buffer, interleaved_medians
 
     from lowering.devices.device import EntryPoint
-    from lowering.devices.harness import VALIDATION_SIZES_GLOBAL
     from lowering.devices.nvptx import kernel_ptx, ptx_name
+    from lowering.targets.runtime_globals import DATA_SIZES_GLOBAL
 
     printf, abort = device_buffer(1 << 20), device_buffer(1 << 16)
     data_in = cupy.zeros(invocations, dtype=cupy.float32)
@@ -248,9 +249,9 @@ def gpu_ratios(invocations: int) -> list[str]:
         for validate in (False, True):
             lowered = lower_sources([Source(name, ir)], "nvptx", validate=validate)
             kernel = CudaKernel(
-                kernel_ptx(lowered.ir, EntryPoint("main", True, 2), runtime_globals=[VALIDATION_SIZES_GLOBAL])
+                kernel_ptx(lowered.ir, EntryPoint("main", True, 2), runtime_globals=[DATA_SIZES_GLOBAL])
             )
-            kernel.set_global(ptx_name(VALIDATION_SIZES_GLOBAL), sizes)
+            kernel.set_global(ptx_name(DATA_SIZES_GLOBAL), sizes)
             runs[validate] = lambda kernel=kernel: kernel.launch(
                 printf.data.ptr, abort.data.ptr, invocations, data=(data_in.data.ptr, data_out.data.ptr)
             )
@@ -338,7 +339,7 @@ def exact_counts(log2: int) -> str:
     seconds = time.monotonic() - started
     found = [
         (report.site.kind, report.count, report.first_invocation, report.least_offset, report.greatest_offset)
-        for report in result.validation or ()
+        for report in result.parts["validation"].reports
     ]
     expected = [
         ("store", invocations - 24, 24, 4096, 4 * (1000 + invocations - 1)),
@@ -385,7 +386,7 @@ def _gpu_table(ranges, printf, abort, shadows=()):
     import cupy
     import numpy as np
 
-    from metadata.live_ranges import ABORT_RANGE, PRINTF_RANGE, LiveRange, table_bytes
+    from metadata.validation.live_ranges import ABORT_RANGE, PRINTF_RANGE, LiveRange, table_bytes
 
     runtime = [(printf, PRINTF_RANGE), (abort, ABORT_RANGE)]
     ranges = [
@@ -403,8 +404,12 @@ def gpu_spec13_ratios(invocations: int, binary: Path, log2: int) -> list[str]:
     import numpy as np
     from cupy_kernel import interleaved_medians
 
-    from lowering.targets.runtime_globals import VALIDATION_RANGES_GLOBAL, VALIDATION_SIZES_GLOBAL
-    from metadata.live_ranges import LiveRange, shadow_size
+    from metadata.validation.live_ranges import (
+        DATA_SIZES_GLOBAL,
+        VALIDATION_RANGES_GLOBAL,
+        LiveRange,
+        shadow_size,
+    )
 
     printf, abort, data_in, data_out = _gpu_buffers(invocations)
     lines = []
@@ -428,7 +433,7 @@ def gpu_spec13_ratios(invocations: int, binary: Path, log2: int) -> list[str]:
     )
     table, table_global = _gpu_table(ranges, printf, abort)
     sizes = np.array([8 * RANGES, 4 * invocations], dtype=np.uint64).tobytes()
-    globals_ = {VALIDATION_SIZES_GLOBAL: sizes, VALIDATION_RANGES_GLOBAL: table_global}
+    globals_ = {DATA_SIZES_GLOBAL: sizes, VALIDATION_RANGES_GLOBAL: table_global}
     runs = {}
     for validate in (False, True):
         kernel = _gpu_kernel(POINTER_IR, validate, globals_)
@@ -441,7 +446,7 @@ def gpu_spec13_ratios(invocations: int, binary: Path, log2: int) -> list[str]:
     sizes = np.array([4 * invocations, 4 * invocations], dtype=np.uint64).tobytes()
     runs = {}
     for validate in (False, "ub"):
-        kernel = _gpu_kernel(UB_IR, validate, {VALIDATION_SIZES_GLOBAL: sizes})
+        kernel = _gpu_kernel(UB_IR, validate, {DATA_SIZES_GLOBAL: sizes})
         runs[validate is not False] = lambda kernel=kernel: kernel.launch(
             printf.data.ptr, abort.data.ptr, invocations, data=(data_in.data.ptr, data_out.data.ptr)
         )
@@ -454,7 +459,7 @@ def gpu_spec13_ratios(invocations: int, binary: Path, log2: int) -> list[str]:
         for array, found in ((data_in, 0), (data_out, 1))
     ]
     table, table_global = _gpu_table(ranges, printf, abort, [int(written.data.ptr), int(unwritten.data.ptr)])
-    globals_ = {VALIDATION_SIZES_GLOBAL: sizes, VALIDATION_RANGES_GLOBAL: table_global}
+    globals_ = {DATA_SIZES_GLOBAL: sizes, VALIDATION_RANGES_GLOBAL: table_global}
     kernels = {checks: _gpu_kernel(MEMORY_IR, checks, globals_) for checks in (False, True, "init")}
 
     def launch(checks) -> None:
@@ -495,7 +500,7 @@ def _pointer_kernel_data(invocations: int, place, address):
     driver's), the table (0) and the output (1)."""
     import numpy as np
 
-    from metadata.live_ranges import LiveRange
+    from metadata.validation.live_ranges import LiveRange
 
     floats = -(-invocations // RANGES)
     pool = place(np.full(RANGES * floats, 0.5, dtype=np.float32))
@@ -520,8 +525,14 @@ def cpu_pointer_ratios(invocations: int, repeat: int) -> list[str]:
 
     from lowering.devices.cpu import compile_range_driver
     from lowering.devices.device import EntryPoint
-    from lowering.targets.runtime_globals import VALIDATION_RANGES_GLOBAL, VALIDATION_SIZES_GLOBAL
-    from metadata.live_ranges import ABORT_RANGE, PRINTF_RANGE, LiveRange, table_bytes
+    from metadata.validation.live_ranges import (
+        ABORT_RANGE,
+        DATA_SIZES_GLOBAL,
+        PRINTF_RANGE,
+        VALIDATION_RANGES_GLOBAL,
+        LiveRange,
+        table_bytes,
+    )
 
     def address(array) -> int:
         return array.ctypes.data
@@ -534,14 +545,14 @@ def cpu_pointer_ratios(invocations: int, repeat: int) -> list[str]:
     table = np.frombuffer(table_bytes(ranges), dtype=np.uint8).copy()
     data = (ctypes.c_void_p * 2)(address(pointers), address(out))
     sizes = np.array([8 * RANGES, 4 * invocations], dtype=np.uint64)
-    names = [VALIDATION_SIZES_GLOBAL, VALIDATION_RANGES_GLOBAL]
+    names = [DATA_SIZES_GLOBAL, VALIDATION_RANGES_GLOBAL]
     lines = []
     for threads in (1, 2):
         best = {}
         for validate in (False, True):
             lowered = lower_sources([Source("pointers", POINTER_IR)], "cpu", validate=validate)
             engine, run_range = compile_range_driver(lowered.ir, EntryPoint("main", True, 2), names)
-            for name, value in ((VALIDATION_SIZES_GLOBAL, sizes.tobytes()), (VALIDATION_RANGES_GLOBAL, None)):
+            for name, value in ((DATA_SIZES_GLOBAL, sizes.tobytes()), (VALIDATION_RANGES_GLOBAL, None)):
                 at = engine.get_global_value_address(name)
                 if at and value is not None:
                     ctypes.memmove(at, value, len(value))

@@ -6,14 +6,18 @@ stderr, no traceback); an output file is written whole or not at all.
 
 from __future__ import annotations
 
+import argparse
 import os
 import stat
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from metadata.errors import DprintfError
 
+from ...features import FEATURES
+from ...features.feature import Command, Option
 from ..process_ends import EXIT_BAD_INPUT as EXIT_BAD_INPUT
 from ..process_ends import EXIT_BROKEN_PIPE as EXIT_BROKEN_PIPE
 from ..process_ends import EXIT_INTERRUPTED as EXIT_INTERRUPTED
@@ -22,11 +26,26 @@ from ..process_ends import write_stdout
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_DEVICE_LOST = 3
-EXIT_VALIDATION_ERRORS = 4  # validation found out-of-bounds accesses (SPEC 11) or races (SPEC 12)
+EXIT_FOUND_ERRORS = 4  # a feature's check found errors (`RunReport.found_errors`)
 
 
 class InputError(DprintfError):
     """A file that cannot be read, or another problem with the command's input."""
+
+
+def options_of(command: Command) -> list[Option]:
+    """The features' options that `command` offers, in registry order."""
+    return [option for feature in FEATURES for option in feature.options if command in option.commands]
+
+
+def lowering_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The lowering keywords of the parsed command line (`Options.build`): the format dialect and each
+    feature option the command offers."""
+    options = [option for option in options_of(Command(args.command)) if option.lowers]
+    return {
+        "dialect": args.format_dialect,
+        **{option.keyword: getattr(args, option.keyword) for option in options},
+    }
 
 
 def warn(message: str) -> None:

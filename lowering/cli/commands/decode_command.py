@@ -2,13 +2,11 @@
 
 The printf output goes to stdout exactly as C's printf prints it; dropped dwords, problems in the
 buffers and table collisions go to stderr as warnings, abort messages as errors, and a lost device
-exits with status 3. When an ELF carries validation sites (SPEC 11), their records are taken out of the
-output and reported as one `error:` line a site, with exit status 4. `--json` prints one JSON document
-instead (see `document`). With `--instrumentation-buffer` (SPEC 10), the profile of the counters dump
-follows the output, as `dprintf profile` shows it (in the JSON document, under `instrumentation`);
-without a printf BUFFER, the profile alone. With `--races-shadow` (SPEC 12), the races the shadow dumps
-recorded, by the `amdpal.races` table of the ELF that has one: one `error:` line a buffer, kind and
-pair of sites, exit status 4 (in the JSON document, under `races`).
+exits with status 3. The features take part as in `run` (`features.feature`): one whose records travel
+in the printf buffer decodes them with its tables from the ELFs, takes them out of the output and
+reports them (exit status 4 for errors); one whose options name dumps of its own reads them with its
+table, reports them, and shows what it shows after the output. Without a printf BUFFER, the features'
+dumps alone. `--json` prints one JSON document instead (see `summary`).
 """
 
 from __future__ import annotations
@@ -16,223 +14,133 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Callable, Generator, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+import sys
+from collections.abc import Generator, Sequence
+from typing import Any
 
 from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.decoding.buffer_region import Issue
 from metadata.decoding.json_entries import DOCUMENT_TERMINATOR, LINE_TERMINATOR, json_values
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
-from metadata.decoding.race_shadow import RaceReport, race_reports, read_shadows
-from metadata.elf_notes import read_document
-from metadata.instrumentation import INSTRUMENTATION_KEY, InstrumentationError, InstrumentationTable
 from metadata.linking import FormatRegistry
-from metadata.races import RACES_KEY, SHADOW_HEADER, RaceTable
-from metadata.reports.profile import Profile
-from metadata.validation import CombinedLookup, ValidationTable, split_decoding
-from metadata.validation_reports import CheckReport
 
-from ...devices.device import Image
+from ...features import FEATURES, Feature
+from ...features.feature import Command, ReportStage, RunReport
 from ..process_ends import write_stdout
-from . import EXIT_DEVICE_LOST, EXIT_OK, EXIT_VALIDATION_ERRORS, InputError, error, read_bytes, warn
-from .profile_output import write_profile
-
-T = TypeVar("T")  # a metadata table (`_one_table`)
+from . import EXIT_DEVICE_LOST, EXIT_FOUND_ERRORS, EXIT_OK, InputError, error, options_of, read_bytes, warn
 
 STDIN = "-"
 
 
 def run(args: argparse.Namespace) -> int:
     inputs = {"BUFFER": args.buffer, "--abort-buffer": args.abort_buffer}
-    inputs["--instrumentation-buffer"] = args.instrumentation_buffer
+    inputs |= {
+        option.flag: getattr(args, option.keyword)
+        for option in options_of(Command.DECODE)
+        if option.names_dump
+    }
     from_stdin = [name for name, path in inputs.items() if path == STDIN]
     if len(from_stdin) > 1:
         raise InputError(f"only one of {' and '.join(from_stdin)} can be read from stdin")
     elves = [(path, read_bytes(path)) for path in args.elf]
-    profile = _profile(elves, args.instrumentation_buffer) if args.instrumentation_buffer else None
-    races, warnings = _races(elves, args.races_shadow) if args.races_shadow else (None, [])
+    dumps = [
+        (feature, part) for feature in FEATURES if (part := feature.decode_dumps(args, elves)) is not None
+    ]
     if args.buffer is None:
-        if profile is None and races is None:
-            raise InputError(
-                "nothing to decode: give a printf BUFFER, --instrumentation-buffer or --races-shadow"
-            )
-        if races is None:
-            assert profile is not None
-            write_profile(profile, args, (), os.getcwd())
-            return EXIT_OK
-        return _report_races_alone(args, races, warnings, profile)
-    status = _decode(args, elves, profile, races, warnings)
-    if profile is not None:
-        write_profile(profile, args, (), os.getcwd(), on_stdout=not (args.json or args.json_lines))
+        if not dumps:
+            flags = [option.flag for option in options_of(Command.DECODE) if option.names_dump]
+            raise InputError(f"nothing to decode: give a printf BUFFER, {' or '.join(flags)}")
+        return _report_dumps_alone(args, dumps)
+    status = _decode(args, elves, dumps)
+    for feature, part in dumps:
+        feature.decode_output(part, args, on_stdout=not (args.json or args.json_lines))
     return status
 
 
-def _one_table(
-    elves: list[tuple[str, bytes]], from_document: Callable[[dict], T | None], key: str, option: str
-) -> tuple[str, T]:
-    """The one ELF of `elves` whose metadata has the `key` table `option` needs, and that table (read
-    by `from_document`); InputError when none or several have it."""
-    tables = [
-        (name, table)
-        for name, elf in elves
-        if (table := from_document(read_document(elf, source=name))) is not None
-    ]
-    if len(tables) != 1:
-        found = "none has" if not tables else f"{len(tables)} have ({', '.join(name for name, _ in tables)})"
-        raise InputError(f"{option} needs one ELF with an {key} table: {found}")
-    return tables[0]
-
-
-def _profile(elves: list[tuple[str, bytes]], path: str) -> Profile:
-    """The profile of the counters dump at `path`, with the instrumentation table of the ELFs (one of
-    them must have it)."""
-    name, table = _one_table(
-        elves, InstrumentationTable.from_document, INSTRUMENTATION_KEY, "--instrumentation-buffer"
-    )
-    try:
-        return Profile.from_buffer(table, read_bytes(path))
-    except InstrumentationError as failure:
-        raise InputError(f"{path} with the table of {name}: {failure}") from None
-
-
-def _races(elves: list[tuple[str, bytes]], paths: list[str]) -> tuple[list[RaceReport], list[str]]:
-    """The races of the shadow dumps at `paths` (files, or directories of `races<N>.bin`), with the races
-    table of the ELFs (one of them must have it); and a warning for each buffer with no shadow given."""
-    name, table = _one_table(elves, RaceTable.from_document, RACES_KEY, "--races-shadow")
-    dumps = [(path, read_bytes(path)) for path in _shadow_files(paths)]
-    shadows = read_shadows(table, dumps)
-    given = {shadow.buffer.buffer for shadow in shadows}
-    warnings = [
-        f"{name} records buffer {buffer.buffer} ({buffer.name}), whose shadow is not given: its races "
-        "are not reported"
-        for buffer in table.buffers
-        if buffer.buffer not in given
-    ]
-    return race_reports(table, shadows), warnings
-
-
-def _shadow_files(paths: list[str]) -> list[str]:
-    """The shadow dumps: each file given, and each directory's `races<N>.bin` in the order of N."""
-    files = []
-    for path in paths:
-        if not os.path.isdir(path):
-            files.append(path)
-            continue
-        found = [entry for entry in Path(path).iterdir() if _shadow_number(entry.name) is not None]
-        if not found:
-            raise InputError(f"{path} holds no shadow dump (races<N>.bin)")
-        files += [str(entry) for entry in sorted(found, key=lambda entry: _shadow_number(entry.name) or 0)]
-    return files
-
-
-def _shadow_number(name: str) -> int | None:
-    """N of `races<N>.bin`; None for another name."""
-    number = name.removeprefix("races").removesuffix(".bin")
-    return int(number) if name.startswith("races") and name.endswith(".bin") and number.isdigit() else None
-
-
-def race_dump_name(shadow: Image) -> str:
-    """The file a shadow is dumped to: `races<N>.bin`, N its buffer's position (from its header)."""
-    return f"races{SHADOW_HEADER.unpack_from(shadow)[1]}.bin"
-
-
-def _report_races_alone(
-    args: argparse.Namespace, races: list[RaceReport], warnings: list[str], profile: Profile | None
-) -> int:
-    """The races (and the profile) of dumps without a printf buffer; the exit status. The JSON document
-    is `{"races", "warnings", "exit_status"}`, with `instrumentation` for a profile."""
-    status = EXIT_VALIDATION_ERRORS if races else EXIT_OK
-    if args.json or args.json_lines:
-        document: dict[str, Any] = {
-            "races": [race.to_document() for race in races],
-            "warnings": warnings,
-            "exit_status": status,
-        }
-        if profile is not None:
-            document["instrumentation"] = profile.to_document()
-        _write(json.dumps(document, allow_nan=False) + "\n")
+def _report_dumps_alone(args: argparse.Namespace, dumps: list[tuple[Feature, Any]]) -> int:
+    """The features' dumps without a printf buffer; the exit status. Where each one shows its own
+    output, that alone; else the JSON document is the features' keys with `warnings` and
+    `exit_status`, and the text each one's output, the notes as warnings, then its errors."""
+    reports = [feature.run_report(part, None) for feature, part in dumps]
+    status = EXIT_FOUND_ERRORS if any(report.found_errors for report in reports) else EXIT_OK
+    as_json = args.json or args.json_lines
+    if all(feature.shows_dumps for feature, _ in dumps):
+        for feature, part in dumps:
+            feature.decode_output(part, args, on_stdout=True)
         return status
-    if profile is not None:
-        write_profile(profile, args, (), os.getcwd())
-    for message in warnings:
+    for feature, part in dumps:
+        feature.decode_output(part, args, on_stdout=not as_json)
+    notes = [note for report in reports for note in report.notes]
+    if as_json:
+        document: dict[str, Any] = {
+            key: value for report in reports for key, value in report.document.items()
+        }
+        _write(json.dumps({**document, "warnings": notes, "exit_status": status}, allow_nan=False) + "\n")
+        return status
+    for message in notes:
         warn(message)
-    report_races(races)
+    for report in reports:
+        for message in report.errors:
+            error(message)
     return status
 
 
 def _decode(
-    args: argparse.Namespace,
-    elves: list[tuple[str, bytes]],
-    profile: Profile | None,
-    races: list[RaceReport] | None,
-    race_warnings: list[str],
+    args: argparse.Namespace, elves: list[tuple[str, bytes]], dumps: list[tuple[Feature, Any]]
 ) -> int:
-    """Decode the printf and abort dumps, write their output, with the races of the shadows (None when
-    none were given); the exit status."""
+    """Decode the printf and abort dumps with the features' tables, write their output with the
+    features' reports (those of their dumps too); the exit status."""
     registry = FormatRegistry()
-    warnings = [message for path, elf in elves for message in registry.load_elf(elf, path)] + race_warnings
-    validation = _validation_table(elves)
-    printf = decode_printf_buffer(
-        read_bytes(args.buffer), CombinedLookup(registry, validation), capacity=args.capacity
-    )
-    printf, sites = split_decoding(printf, validation)
+    warnings = [message for path, elf in elves for message in registry.load_elf(elf, path)]
+    tables = [(feature, part) for feature in FEATURES if (part := feature.decode_tables(elves)) is not None]
+    lookup: Any = registry
+    for feature, part in tables:
+        lookup = feature.printf_lookup(part, lookup)
+    printf = decode_printf_buffer(read_bytes(args.buffer), lookup, capacity=args.capacity)
+    runs = []
+    for feature, part in tables:
+        run_part, printf = feature.decode_run(part, None, printf)
+        runs.append((feature, run_part))
+    reports = [feature.run_report(part, printf) for feature, part in [*runs, *dumps]]
+    warnings += [note for report in reports for note in report.notes]
     aborts = decode_abort_buffer(read_bytes(args.abort_buffer), registry) if args.abort_buffer else None
     status = EXIT_DEVICE_LOST if aborts is not None and aborts.device_lost else EXIT_OK
-    if (sites or races) and status == EXIT_OK:
-        status = EXIT_VALIDATION_ERRORS
+    if any(report.found_errors for report in reports) and status == EXIT_OK:
+        status = EXIT_FOUND_ERRORS
     if args.json or args.json_lines:
-        report = summary(printf, aborts, warnings, status, sites if validation.sites else None, races)
-        if profile is not None:
-            report["instrumentation"] = profile.to_document()
-        write_json(report, printf, lines=args.json_lines)
+        write_json(summary(printf, aborts, warnings, status, reports), printf, lines=args.json_lines)
         return status
     for message in warnings:
         warn(message)
-    write_text(printf, verbose=args.verbose)
-    if args.verbose and any(group.format.entry.site is None for group in printf.groups):
-        warn("--verbose: the entries of an ELF compiled without --verbose carry no call site: not prefixed")
+    prefixed = [feature.decode_prefixes(args, printf) for feature in FEATURES]
+    for message in (message for _, notes in prefixed for message in notes):
+        warn(message)
+    write_text(printf, with_sites=any(prefix for prefix, _ in prefixed))
     report_printf(printf)
+    report_stage(reports, ReportStage.AFTER_OUTPUT)
     if aborts is not None:
         report_aborts(aborts)
-    report_validation(sites, printf, validation)
-    report_races(races or ())
+    report_stage(reports, ReportStage.FINDINGS)  # what is shown last, the features show (`decode_output`)
     return status
 
 
-def _validation_table(elves: list[tuple[str, bytes]]) -> ValidationTable:
-    """The validation sites of every ELF (read where they are; an ELF without any adds none)."""
-    merged = ValidationTable(checks=())
-    for path, elf in elves:
-        table = ValidationTable.from_document(read_document(elf, source=path))
-        merged = merged.merged(table) if table is not None else merged
-    return merged
+def report_stage(reports: Sequence[RunReport], stage: ReportStage) -> None:
+    """The errors, then the warnings, then the text of the features' reports at `stage`, on stderr."""
+    for report in reports:
+        if report.stage is not stage:
+            continue
+        for message in report.errors:
+            error(message)
+        for message in report.warnings:
+            warn(message)
+        if report.text:
+            sys.stderr.write(report.text)
 
 
-def report_validation(sites: Sequence[CheckReport], printf: PrintfDecoding, table: ValidationTable) -> None:
-    """One `error:` line a report of a site that recorded failed checks; when the printf buffer
-    overflowed, how many failed checks may be missing (at most one a record of the table's smallest)."""
-    for site in sites:
-        error(site.line())
-    if sites and printf.dropped_dwords:
-        most = printf.dropped_dwords // table.smallest_record_dwords
-        warn(
-            f"validation: the printf buffer dropped {printf.dropped_dwords} dword(s), so up to {most} failed "
-            "check(s) did not fit: the counts above are lower bounds, and a site whose every record was "
-            "dropped is not shown (a larger --buffer-size keeps them all)"
-        )
-
-
-def report_races(races: Sequence[RaceReport]) -> None:
-    """One `error:` line a buffer, kind and pair of sites that raced (SPEC 12)."""
-    for race in races:
-        error(race.line())
-
-
-def write_text(printf: PrintfDecoding, verbose: bool = False) -> None:
+def write_text(printf: PrintfDecoding, with_sites: bool = False) -> None:
     """The output to stdout, byte for byte what C's printf writes (with `verbose`, each line of an entry
     with a call site after its site and invocation), rendered by every CPU when large."""
-    chunks = printf.output_chunks(processes=os.cpu_count() or 1, verbose=verbose)
+    chunks = printf.output_chunks(processes=os.cpu_count() or 1, verbose=with_sites)
     try:
         for chunk in chunks:
             write_stdout(chunk)
@@ -284,12 +192,10 @@ def summary(
     aborts: AbortDecoding | None,
     warnings: list[str],
     status: int,
-    sites: Sequence[CheckReport] | None = None,
-    races: Sequence[RaceReport] | None = None,
+    reports: Sequence[RunReport] = (),
 ) -> dict[str, Any]:
     """The `--json` document with ENTRIES in place of the printf entries: the buffer's figures and
-    issues, the abort messages, warnings, exit status; with validation sites (`sites` not None), those
-    that recorded errors; with races recorded (`races` not None), the races."""
+    issues, the abort messages, warnings, exit status, then the features' keys."""
     found: dict[str, Any] = {
         "printf": {
             "buffer_offset": printf.buffer_offset,
@@ -304,10 +210,8 @@ def summary(
         "warnings": warnings,
         "exit_status": status,
     }
-    if sites is not None:
-        found["validation"] = [site.document() for site in sites]
-    if races is not None:
-        found["races"] = [race.to_document() for race in races]
+    for report in reports:
+        found.update(report.document)
     return found
 
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
 
 from ...ir.diagnostics import LoweringError
 from ...lowered_module import LoweredModule, Source
 from ...pipeline import lower_sources
-from . import EXIT_BAD_INPUT, EXIT_OK, InputError, error, read_text, warn, write_output
+from . import EXIT_BAD_INPUT, EXIT_OK, InputError, error, lowering_options, read_text, warn, write_output
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -31,29 +30,12 @@ def lower_inputs(args: argparse.Namespace) -> LoweredModule | int:
     """The command's inputs lowered with its options, its warnings printed; or, after reporting each
     problem, the exit status."""
     try:
-        lowered = lower_sources(
-            read_sources(args.inputs),
-            args.target,
-            validate=args.validate,
-            dialect=args.format_dialect,
-            instrument=args.instrument,
-            races=args.races,
-            **printf_options(args),
-        )
+        lowered = lower_sources(read_sources(args.inputs), args.target, **lowering_options(args))
     except LoweringError as failure:
         return report(failure)
     for message in lowered.warnings:
         warn(message)
     return lowered
-
-
-def printf_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The printf options of the command line (issue 23), as `lower_sources` takes them."""
-    return {
-        "verbose": args.verbose,
-        "only_invocations": args.only_invocations,
-        "max_lines_per_site": args.max_lines_per_site,
-    }
 
 
 def read_sources(paths: Sequence[str]) -> list[Source]:

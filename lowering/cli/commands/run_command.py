@@ -6,52 +6,41 @@ abort message as `error: device lost: shader abort: <text>`, and a device lost o
 `error: device lost: <why>` (a crash's ends with the last line the device printed, which is then not
 repeated as a warning when it was the only one). Exit status: 0 when every invocation returned, 3 when
 the device was lost by an abort, 1 when it was lost otherwise (the lowered code crashed, or ran past
-`--timeout`) and for bad input, 4 when `--validate` found out-of-bounds accesses (one `error:` line a
-check site) or `--races` races (one `error:` line a buffer, kind and pair of sites). With
-`--instrument`, the profile's report follows on stderr (`dprintf profile` shows it on stdout, with its
-listings), and `--dump-buffers` writes the counters too; with `--races`, the shadows. `--json` prints one JSON
-document instead (the profile under `instrumentation`), and nothing on stderr (see
-`run_document`).
+`--timeout`) and for bad input, 4 when an enabled feature's check found errors (one `error:` line each
+finding). Each enabled feature
+reports its part where its `RunReport` says (`features.feature`), and `--dump-buffers` writes the data
+buffers and what the features dump. `--json` prints one JSON document instead (`run_summary`: the
+features' keys among it), and nothing on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ...devices.device import Image
 from ...devices.harness import Ending, RunResult, run_sources
+from ...features import FEATURES
+from ...features.feature import ReportStage, RunReport
 from ...lowered_module import Source
 from . import (
     EXIT_BAD_INPUT,
     EXIT_DEVICE_LOST,
+    EXIT_FOUND_ERRORS,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_VALIDATION_ERRORS,
     InputError,
     error,
+    lowering_options,
     read_bytes,
     read_text,
     warn,
     write_output,
 )
-from .decode_command import (
-    race_dump_name,
-    report_aborts,
-    report_printf,
-    report_races,
-    report_validation,
-    summary,
-    write_json,
-    write_text,
-)
-from .lower_command import printf_options
+from .decode_command import report_aborts, report_printf, report_stage, summary, write_json, write_text
 
 STDIN = "-"
-INSTRUMENTATION_DUMP = "instrumentation.bin"  # beside the data buffers, for `dprintf decode`
 EXIT_STATUS = {
     Ending.COMPLETED: EXIT_OK,
     Ending.ABORTED: EXIT_DEVICE_LOST,
@@ -62,70 +51,64 @@ EXIT_STATUS = {
 
 
 def run(args: argparse.Namespace) -> int:
-    result = run_input(args, validate=args.validate, instrument=args.instrument, races=args.races)
+    result = run_input(args, **lowering_options(args))
     if args.dump_buffers is not None:
-        dump_buffers(args.dump_buffers, result.data_buffers)
-        if result.profile is not None:
-            path = os.path.join(args.dump_buffers, INSTRUMENTATION_DUMP)
-            write_output(path, result.profile.table.buffer(result.profile.counters))
-        for shadow in result.race_shadows:
-            write_output(os.path.join(args.dump_buffers, race_dump_name(shadow)), bytes(shadow))
+        dump_buffers(args.dump_buffers, result)
+    reports = feature_reports(result)
     status = EXIT_STATUS[result.ending]
-    if (result.validation or result.races) and status == EXIT_OK:  # None without --validate, --races
-        status = EXIT_VALIDATION_ERRORS
+    if any(report.found_errors for report in reports) and status == EXIT_OK:
+        status = EXIT_FOUND_ERRORS
     if args.json or args.json_lines:
-        report = run_summary(result, status)
-        if result.profile is not None:
-            report["instrumentation"] = result.profile.to_document()
-        write_json(report, result.printf, lines=args.json_lines)
+        write_json(run_summary(result, status, reports), result.printf, lines=args.json_lines)
     else:
-        for message in result.lowering_warnings:
+        for message in [*result.lowering_warnings, *(note for report in reports for note in report.notes)]:
             warn(message)
-        write_text(result.printf, verbose=args.verbose)
+        write_text(result.printf, with_sites=True)  # only entries lowered with their call site have one
         report_printf(result.printf)
-        report_dropped_lines(result)
+        report_stage(reports, ReportStage.AFTER_OUTPUT)
         report_aborts(result.abort)
-        if result.validation_table is not None:
-            report_validation(result.validation or (), result.printf, result.validation_table)
-        report_races(result.races or ())
+        report_stage(reports, ReportStage.FINDINGS)
         for message in result.guard_issues:
             warn(message)
         report_device(result)
-        if result.profile is not None:
-            sys.stderr.write(result.profile.report())
+        report_stage(reports, ReportStage.LAST)
     if result.status.interruption is not None:
         raise result.status.interruption  # what the device wrote is out; now end as interrupted
     return status
 
 
-def run_input(
-    args: argparse.Namespace, *, validate: bool | frozenset[str], instrument: bool, races: bool
-) -> RunResult:
-    """Lower and run the command's IN.ll with its run options (entry, invocations, buffers, device)."""
+def run_input(args: argparse.Namespace, **options: Any) -> RunResult:
+    """Lower and run the command's IN.ll with its run options (entry, invocations, buffers, device) and
+    the lowering `options`."""
     source = Source("<stdin>" if args.input == STDIN else args.input, read_text(args.input))
     buffers = [data_buffer(size, path) for size, path in args.buffer]
     return run_sources(
         [source],
+        device=args.device,
         entry=args.entry,
         invocations=args.invocations,
         threads=args.threads,
         buffer_size=args.buffer_size,
         abort_buffer_size=args.abort_buffer_size,
-        device=args.device,
         timeout=args.timeout,
         data_buffers=[data for data, _ in buffers],
-        validate=validate,
-        dialect=args.format_dialect,
-        instrument=instrument,
-        races=races,
         initialised=[given for _, given in buffers],
-        **printf_options(args),
+        **options,
     )
+
+
+def feature_reports(result: RunResult) -> list[RunReport]:
+    """What each enabled feature reports of its run part, in registry order."""
+    return [
+        feature.run_report(result.parts[feature.name], result.printf)
+        for feature in FEATURES
+        if feature.name in result.parts
+    ]
 
 
 def data_buffer(size: int, path: str | None) -> tuple[bytes, int]:
     """A data buffer's initial bytes: `size` zeros, or the file's bytes padded with zeros to `size`; and
-    how many of them the file gave (for `--validate=init`, the others were never written)."""
+    how many of them the file gave (the others were never written, which a feature may check)."""
     if path is None:
         return bytes(size), 0
     data = read_bytes(path)
@@ -134,20 +117,24 @@ def data_buffer(size: int, path: str | None) -> tuple[bytes, int]:
     return data + bytes(size - len(data)), len(data)
 
 
-def dump_buffers(directory: str, buffers: Sequence[Image]) -> None:
-    """Each data buffer, as the device left it, to `directory/buffer<N>.bin` (the directory is made)."""
+def dump_buffers(directory: str, result: RunResult) -> None:
+    """Each data buffer, as the device left it, to `directory/buffer<N>.bin`, then what each enabled
+    feature dumps (the directory is made)."""
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as failure:
         raise InputError(f"cannot make {directory}: {failure.strerror or failure}") from None
-    for number, data in enumerate(buffers):
-        write_output(os.path.join(directory, f"buffer{number}.bin"), bytes(data))
-
-
-def report_dropped_lines(result: RunResult) -> None:
-    """A warning a site that passed `--max-lines-per-site`, with the lines it dropped."""
-    for dropped in result.dropped_lines:
-        warn(dropped.line(result.line_limit or 0))
+    files: list[tuple[str, bytes]] = [
+        (f"buffer{number}.bin", bytes(data)) for number, data in enumerate(result.data_buffers)
+    ]
+    files += [
+        dump
+        for feature in FEATURES
+        if feature.name in result.parts
+        for dump in feature.dump(result.parts[feature.name])
+    ]
+    for name, data in files:
+        write_output(os.path.join(directory, name), data)
 
 
 def report_device(result: RunResult) -> None:
@@ -162,11 +149,10 @@ def report_device(result: RunResult) -> None:
         error(f"device lost: {loss}")
 
 
-def run_summary(result: RunResult, status: int) -> dict[str, Any]:
-    """`dprintf decode`'s summary, with `warnings` the stores past a capacity, and how the device ended."""
-    report = summary(
-        result.printf, result.abort, result.guard_issues, status, result.validation, result.races
-    )
+def run_summary(result: RunResult, status: int, reports: Sequence[RunReport]) -> dict[str, Any]:
+    """`dprintf decode`'s summary, with `warnings` the stores past a capacity, the features' keys, and how
+    the device ended."""
+    report = summary(result.printf, result.abort, result.guard_issues, status, reports)
     report["device"] = {
         "name": result.device,
         "outcome": result.ending.value,
@@ -176,15 +162,4 @@ def run_summary(result: RunResult, status: int) -> dict[str, Any]:
         "seconds": result.status.seconds,
         "output": result.status.detail,
     }
-    if result.line_limit is not None:
-        report["dropped_lines"] = [
-            {
-                "function": dropped.site.function,
-                "call": dropped.site.call,
-                "source": dropped.site.source,
-                "tried": dropped.tried,
-                "dropped": dropped.dropped,
-            }
-            for dropped in result.dropped_lines
-        ]
     return report

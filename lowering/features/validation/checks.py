@@ -1,0 +1,469 @@
+"""GPU-assisted validation (SPEC sections 11 and 13): the checks `--validate` compiles into the shader.
+
+The classes (`Options.validate`, `metadata.validation.table.checks_of`):
+
+- `bounds`: every load, store, atomic and `llvm.memcpy`/`memmove`/`memset` through a pointer that derives
+  from one data buffer of the entry (`buffer_accesses`) is checked against that buffer's size
+  (`@lgc.validation.buffer.sizes`):
+
+      offset = ptrtoint(pointer) - ptrtoint(buffer); size = @lgc.validation.buffer.sizes[k]
+      br (offset >= 0 && offset + bytes <= size), access, fail
+
+  and every other access through a buffer-space pointer (loaded from memory, made by `inttoptr`, mixing
+  buffers, in a function that was not inlined) against the runtime's table of live ranges
+  (`@lgc.validation.ranges`), behind a one-entry cache per invocation (`validation_helpers.find`). A
+  failed check skips the access (a load yields zero), so the invocation goes on.
+- `ub`: before each integer division and remainder, shift and `fptosi`/`fptoui`, a test of its operands
+  (`undefined_behaviour`); a failing one skips the instruction, whose result is then 0. A loop of one
+  block without side effects that ends runs with its tests ORed into one flag, then again checked
+  only where one failed (`loop_versions`). An `unreachable` reached writes its record, then ends the
+  invocation as an abort does: a fence and `llvm.trap`.
+- `init` (with `bounds`): a load (atomic, memcpy source) of bytes whose bits in the buffer's shadow are
+  clear is reported and goes on; every store (atomic, memset, memcpy destination) sets its bits.
+
+Every failed check writes a printf entry with its site's ID and record (`metadata.validation.table`), through
+the printf buffer and with the invocation ID of its function's frame (`check_frames`). The pass runs
+after inlining into the entries; a function still called (being `noinline`) gets two more parameters,
+the printf buffer and the invocation ID, which its callers pass. Accesses still not checked (of a size
+the pass cannot know) are counted, with why, in `.unchecked`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+import llvmlite.ir as ir
+
+from metadata.validation.live_ranges import VALIDATION_RANGES_GLOBAL
+from metadata.validation.table import BOUNDS, INIT, RANGE, UB, UNREACHABLE, Site, Unchecked, ValidationTable
+from metadata.wire import entry_header
+
+from ...ir.lexer import bare_name, global_name
+from ...ir.model import Function, Instruction, Module
+from ...ir.types import parse_type
+from ...services.buffer_accesses import (
+    Entry,
+    TypeSizes,
+    accesses,
+    all_entries,
+    constant_offsets,
+    derivations,
+    in_bounds,
+    source_of,
+)
+from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
+from ...services.helpers import ABORT, PRINTF, Argument, Helper, classify, signed64
+from ...targets.machines import alloca_address_space, module_layout
+from ...targets.runtime_globals import DATA_SIZES_GLOBAL
+from . import NAME, helpers
+from .check_frames import Frame, Frames
+from .guards import Checked, CheckedAccess, block_of, debug_of
+from .loop_versions import Versions, versionable_loops
+from .undefined_behaviour import UB_OPCODES, ub_test
+
+_READS = frozenset({"load", "atomic", "memcpy", "memmove"})  # a memcpy or memmove reads its source
+_WRITES = frozenset({"store", "atomic", "memset"})
+_SIZE_UNKNOWN = "an access of a type whose size is not known"
+
+
+def run(context: PassContext) -> None:
+    """Put the checks of the feature's classes into the module's entries and the functions they still
+    call; the table goes to the context."""
+    checks = frozenset(context.options.setting(NAME) or ())
+    target = context.target
+    table_type = target.global_pointer_type if target.resource_globals else RUNTIME_BUFFER_TYPE
+    placed = _CheckPlacement(context, checks, table_type)
+    placed.run()
+    context.parts[NAME] = placed.table()
+
+
+class _Writers:
+    """The printf helpers that write failed checks' records, one per record layout, made on first use."""
+
+    def __init__(self, context: PassContext) -> None:
+        self.context = context
+        self.made: dict[tuple[str, ...], Helper] = {}
+
+    def helper(self, site: Site) -> Helper:
+        layout = tuple(arg_type.token for arg_type in site.layout)
+        if layout not in self.made:
+            arguments = tuple(classify(token.replace("f64", "double")) for token in layout)
+            name = f"{self.context.prefix}validation.report.{len(self.made)}"
+            helper = Helper(
+                name, PRINTF, RUNTIME_BUFFER_TYPE, tuple(a for a in arguments if isinstance(a, Argument))
+            )
+            self.context.helpers.add(name, helper)
+            self.made[layout] = helper
+        return self.made[layout]
+
+    def call(
+        self, site: Site, frame: Frame, values: Iterable[str], debug: str, callee: str | None = None
+    ) -> Instruction:
+        """The call writing a failed check's record: the invocation ID, then `values` (typed). The callee
+        is the site's writer, or `callee` (a global's IR name) that takes the same first three arguments
+        and writes the record through it."""
+        header = self.header(site)
+        callee = callee if callee is not None else global_name(self.helper(site).name)
+        arguments = ", ".join(
+            [f"{RUNTIME_BUFFER_TYPE} {frame.printf}", f"i64 {header}", f"i32 {frame.invocation}", *values]
+        )
+        return Instruction(f"call void {callee}({arguments}){debug}")
+
+    def header(self, site: Site) -> str:
+        """The i64 entry header of the site's records (its ID and its writer's size), as IR spells it."""
+        return str(signed64(entry_header(site.index, self.helper(site).entry_dwords)))
+
+
+class _Sites:
+    """One module's checks so far: the sites, what is left unchecked or removed, the record writers."""
+
+    def __init__(self, context: PassContext, checks: frozenset[str], table_type: str) -> None:
+        self.context = context
+        self.module: Module = context.module
+        self.checks = checks
+        self.table_type = table_type
+        self.cache_type = f"ptr addrspace({alloca_address_space(context.target.name)})"
+        self.sizes = TypeSizes(module_layout(context.target.name)[1])
+        self.references = self.module.reference_counts()  # as the pass found the module
+        self.entries = _entries(self.module, self.references)
+        self.writers = _Writers(context)
+        self.sites: list[Site] = []
+        self.unchecked: Counter[tuple[str, str | None, str]] = Counter()
+        self.removed = 0
+        self.checks_made = 0
+        self.ranges_used = False
+        self.declarations: set[str] = set()
+        self.abort_helpers = {helper.name for helper in context.helpers if helper.kind == ABORT}
+
+    def _site(
+        self,
+        kind: str,
+        size: int | None,
+        buffer: int,
+        name: str,
+        function: Function,
+        source: str | None,
+        check: str,
+        value_type: str | None = None,
+    ) -> Site:
+        site = Site.new(
+            kind,
+            size,
+            buffer,
+            name,
+            function.name,
+            source,
+            ordinal=len(self.sites),
+            check=check,
+            value_type=value_type,
+        )
+        self.sites.append(site)
+        return site
+
+    def _names(self) -> str:
+        """A fresh prefix for the names of one check's instructions and blocks."""
+        self.checks_made += 1
+        return f"{self.context.prefix}v{self.checks_made}."
+
+    def table(self) -> ValidationTable:
+        unchecked = (
+            Unchecked(function, source, count, reason)
+            for (function, source, reason), count in self.unchecked.items()
+        )
+        names = max((entry.data_buffers for entry in self.entries.values()), key=len, default=())
+        checks = tuple(check for check in (BOUNDS, UB, INIT) if check in self.checks)
+        return ValidationTable(tuple(self.sites), tuple(unchecked), self.removed, checks, names)
+
+
+class _AccessChecks(_Sites):
+    """The checks of accesses (`bounds`, `init`): against a data buffer's size, the live ranges, the
+    shadows."""
+
+    def _access(self, checked: CheckedAccess, offsets: dict[str, int]) -> None:
+        access, function = checked.access, checked.function
+        source = source_of(self.module, checked.instruction)
+        if access.bytes is None:
+            self.unchecked[function.name, source, _SIZE_UNKNOWN] += 1
+            return
+        size = access.bytes if isinstance(access.bytes, int) else None
+        entry, root = checked.entry, checked.root
+        if entry is not None and root is not None:
+            if in_bounds(offsets.get(access.pointer), size, entry.minimum_bytes[root]):
+                self.removed += 1
+                offset = f"{offsets[access.pointer]}"
+            else:
+                site = self._site(access.kind, size, root, entry.data_buffers[root], function, source, BOUNDS)
+                offset = self._bounds(checked, site)
+            if INIT in self.checks:
+                self._init(checked, site_buffer=(root, entry.data_buffers[root]), offset=offset)
+            return
+        site = self._site(access.kind, size, -1, "", function, source, RANGE)
+        self._range(checked, site)
+
+    def _bounds(self, checked: CheckedAccess, site: Site) -> str:
+        """The check against the size of the access's data buffer; the offset's IR value."""
+        names = self._names()
+        entry, access = checked.entry, checked.access
+        assert entry is not None
+        count = len(entry.data_buffers)
+        sizes = global_name(DATA_SIZES_GLOBAL)
+        if DATA_SIZES_GLOBAL not in self.module.globals:
+            most = max(len(found.data_buffers) for found in self.entries.values())
+            self.module.add_global(f"{sizes} = external global [{most} x i64]")
+        lines = [
+            f"%{names}address = ptrtoint {access.pointer_type} {access.pointer} to i64",
+            f"%{names}base = ptrtoint {access.pointer_type} {entry.data_buffers[site.buffer]} to i64",
+            f"%{names}offset = sub i64 %{names}address, %{names}base",
+            f"%{names}size.at = getelementptr [{count} x i64], ptr {sizes}, i64 0, i64 {site.buffer}",
+            f"%{names}size = load i64, ptr %{names}size.at, align 8",
+            f"%{names}end = add i64 %{names}offset, {access.bytes}",
+            f"%{names}low = icmp sge i64 %{names}offset, 0",
+            f"%{names}high = icmp ule i64 %{names}end, %{names}size",
+            f"%{names}ok = and i1 %{names}low, %{names}high",
+        ]
+        values = [f"i64 %{names}offset", f"i64 %{names}size"]
+        checked.guard(
+            lines, f"%{names}ok", [self.writers.call(site, checked.frame, values, checked.debug)], names
+        )
+        return f"%{names}offset"
+
+    def _range(self, checked: CheckedAccess, site: Site) -> None:
+        """The check against the table of live ranges; with `init`, then the shadow of the range found."""
+        names, frame, access = self._names(), checked.frame, checked.access
+        self.ranges_used = True
+        table = frame.live_ranges()
+        find = global_name(self._helper_name("find.shadow" if INIT in self.checks else "find"))
+        lines = [
+            f"%{names}address = ptrtoint {access.pointer_type} {access.pointer} to i64",
+            f"%{names}end = add i64 %{names}address, {access.bytes}",
+            f"%{names}status = call i64 {find}({self.table_type} {table}, {self.cache_type} "
+            f"%{frame.names}cache, i64 %{names}address, i64 %{names}end)",
+            f"%{names}ok = icmp eq i64 %{names}status, -1",
+            f"%{names}below = sub i64 %{names}status, 1",
+        ]
+        failure = global_name(self._helper_name("range.failure"))
+        values = [f"{self.table_type} {table}", f"i64 %{names}address", f"i64 %{names}below"]
+        report = self.writers.call(site, frame, values, checked.debug, callee=failure)
+        checked.guard(lines, f"%{names}ok", [report], names)
+        if INIT in self.checks:
+            self._init(checked, site_buffer=None, offset=None)
+
+    def _init(self, checked: CheckedAccess, site_buffer: tuple[int, str] | None, offset: str | None) -> None:
+        """The shadow's part: a read of bytes never written reported (and the access goes on), a write
+        marked. `site_buffer` is the data buffer the access is attributed to (position, name), and
+        `offset` the access's offset in it; None: the range found through the cache."""
+        access, frame = checked.access, checked.frame
+        names = self._names()
+        if site_buffer is not None:
+            assert offset is not None
+            shadow, buffer = frame.shadow(site_buffer[0]), str(site_buffer[0])
+            lines = []
+        else:
+            cache = f"%{frame.names}cache"
+            slot = f"getelementptr i64, {self.cache_type} {cache}"
+            lines = [
+                f"%{names}base.at = {slot}, i64 {helpers.CACHE_BEGIN}",
+                f"%{names}base = load i64, {self.cache_type} %{names}base.at, align 8",
+                f"%{names}shadow.at = {slot}, i64 {helpers.CACHE_SHADOW}",
+                f"%{names}shadow = load i64, {self.cache_type} %{names}shadow.at, align 8",
+                f"%{names}id.at = {slot}, i64 {helpers.CACHE_ID}",
+                f"%{names}id = load i64, {self.cache_type} %{names}id.at, align 8",
+                f"%{names}address = ptrtoint {access.pointer_type} {access.pointer} to i64",
+                f"%{names}offset = sub i64 %{names}address, %{names}base",
+            ]
+            shadow, buffer, offset = f"%{names}shadow", f"%{names}id", f"%{names}offset"
+        arguments = f"i64 {shadow}, i64 {offset}, i64 {access.bytes}"
+        if access.kind in _READS and not checked.is_destination:
+            source = source_of(self.module, checked.instruction)
+            buffer_index, buffer_name = site_buffer if site_buffer is not None else (-1, "")
+            size = access.bytes if isinstance(access.bytes, int) else None
+            site = self._site(access.kind, size, buffer_index, buffer_name, checked.function, source, INIT)
+            check = global_name(self._helper_name("shadow.check"))
+            lines += [
+                f"%{names}first = call i64 {check}({arguments})",
+                f"%{names}ok = icmp eq i64 %{names}first, -1",
+            ]
+            report = self.writers.call(site, frame, [f"i64 %{names}first", f"i64 {buffer}"], checked.debug)
+            checked.guard(lines, f"%{names}ok", [report], names, skip=False)
+            lines = []
+        if access.kind in _WRITES or checked.is_destination:
+            mark = global_name(self._helper_name("shadow.mark"))
+            lines.append(f"call void {mark}({arguments})")
+        if lines:
+            checked.insert(lines)
+        self.ranges_used = True
+
+    def _helper_name(self, what: str) -> str:
+        return f"{self.context.prefix}validation.{what}"
+
+    def _define_range_helpers(self) -> None:
+        """Define the helpers of the table and the shadows with the printf helpers (whose writer of a
+        range's record `range.failure` calls) once those are built."""
+        buffer_type = parse_type(RUNTIME_BUFFER_TYPE)
+        table_type = parse_type(self.table_type)
+        cache_type = parse_type(self.cache_type)
+        writer_site = next((site for site in self.sites if site.check == RANGE), None)
+        writer = self.writers.helper(writer_site).name if writer_site is not None else None
+        name = self._helper_name
+        scope = self.context.target.device_scope
+
+        def build(module: ir.Module) -> None:
+            search = helpers.define_search(module, name("search"), table_type)
+            helpers.define_find(module, name("find"), table_type, cache_type, search, shadows=False)
+            helpers.define_find(module, name("find.shadow"), table_type, cache_type, search, shadows=True)
+            if writer is not None:
+                function = module.get_global(writer)
+                helpers.define_range_failure(module, name("range.failure"), buffer_type, table_type, function)
+            helpers.define_shadow_check(module, name("shadow.check"), table_type, scope)
+            helpers.define_shadow_mark(module, name("shadow.mark"), table_type, scope)
+
+        self.context.helpers.add_builder(build)
+        if VALIDATION_RANGES_GLOBAL not in self.module.globals:
+            self.module.add_global(
+                f"{global_name(VALIDATION_RANGES_GLOBAL)} = external global {self.table_type}"
+            )
+
+
+class _CheckPlacement(_AccessChecks):
+    """The checks of one module: the frames, then each function's accesses and undefined behaviour."""
+
+    def run(self) -> None:
+        frames = Frames(
+            self.context, self.entries, self.references, self.needs_checks, self.table_type, self.cache_type
+        ).build()
+        for function in list(self.module.definitions()):
+            frame = frames.get(function.name)
+            if frame is not None:
+                self.run_on(function, frame)
+        for function in self.module.definitions():
+            frame = frames.get(function.name)
+            if frame is not None and frame.prologue and function.blocks:
+                function.blocks[0].instructions[:0] = frame.prologue
+        for declaration in sorted(self.declarations):
+            self.module.add_declaration(declaration)
+        if self.ranges_used:
+            self._define_range_helpers()
+
+    def needs_checks(self, function: Function) -> bool:
+        """Whether `function` has an instruction some class of checks looks at."""
+        for _, instruction in function.instructions():
+            opcode = instruction.opcode
+            if BOUNDS in self.checks and any(
+                access.pointer_type == RUNTIME_BUFFER_TYPE for access in accesses(instruction)
+            ):
+                return True
+            if UB in self.checks and (opcode in UB_OPCODES or opcode == UNREACHABLE):
+                return True
+        return False
+
+    def run_on(self, function: Function, frame: Frame) -> None:
+        """Check the instructions of `function`."""
+        tested = self._version_loops(function) if UB in self.checks else set()
+        entry = self.entries.get(function.name)
+        roots = derivations(function, entry) if entry is not None else {}
+        offsets = constant_offsets(function, entry, self.sizes) if entry is not None else {}
+        definitions = _definitions(function)
+        previous: Instruction | None = None
+        for block, instruction in list(function.instructions()):
+            if id(block) in tested:
+                continue
+            if BOUNDS in self.checks:
+                for access in accesses(instruction):
+                    if access.pointer_type == RUNTIME_BUFFER_TYPE:
+                        root = roots.get(access.pointer)
+                        checked = CheckedAccess(function, frame, instruction, access, entry, root)
+                        self._access(checked, offsets)
+            if UB in self.checks and instruction.opcode in UB_OPCODES:
+                self._undefined(function, frame, instruction, definitions)
+            if UB in self.checks and instruction.opcode == UNREACHABLE and not self._ends_call(previous):
+                self._unreachable(function, frame, instruction)
+            previous = instruction
+
+    def _version_loops(self, function: Function) -> set[int]:
+        """Run each loop that can go twice tested, then checked where a test failed (`loop_versions`);
+        the tested blocks' ids, whose instructions are not checked again. Not where a feature counts
+        executions, whose counts would take in the second run."""
+        if self.context.options.counts_executions:
+            return set()
+        tested = set()
+        definitions = _definitions(function)
+        for loop in versionable_loops(function):
+            versions = Versions(function, loop, self._names())
+            leaving = versions.leaving_types()
+            if leaving is None:
+                continue
+            tests = []
+            for instruction in loop.block.instructions:
+                if instruction.opcode in UB_OPCODES:
+                    names = self._names()
+                    test = ub_test(instruction, names, definitions)
+                    if test is not None:
+                        tests.append((instruction, test, names))
+            if tests:
+                tested.add(id(versions.make(tests, leaving)))
+        return tested
+
+    def _undefined(
+        self, function: Function, frame: Frame, instruction: Instruction, definitions: dict[str, Instruction]
+    ) -> None:
+        names = self._names()
+        test = ub_test(instruction, names, definitions)
+        if test is None:
+            self.removed += 1
+            return
+        self.declarations.update(test.declarations)
+        source = source_of(self.module, instruction)
+        site = self._site(test.kind, None, -1, "", function, source, UB, test.value_type)
+        checked = Checked(function, frame, instruction)
+        report = [Instruction(line) for line in test.value_lines]
+        report.append(self.writers.call(site, frame, [test.value], checked.debug))
+        lines = [*test.lines, f"%{names}ok = xor i1 %{names}bad, true"]
+        checked.guard(lines, f"%{names}ok", report, names, result_type=test.result_type)
+
+    def _unreachable(self, function: Function, frame: Frame, instruction: Instruction) -> None:
+        """The record, then the end of the invocation: a fence and a trap, as an abort ends it."""
+        source = source_of(self.module, instruction)
+        site = self._site(UNREACHABLE, None, -1, "", function, source, UB, None)
+        debug = debug_of(instruction)
+        self.declarations.add("declare void @llvm.trap()")
+        block = block_of(function, instruction)
+        block.replace(
+            instruction,
+            self.writers.call(site, frame, [], debug),
+            Instruction("fence seq_cst"),
+            Instruction(f"call void @llvm.trap(){debug}"),
+            instruction,
+        )
+
+    def _ends_call(self, previous: Instruction | None) -> bool:
+        """Whether an `unreachable` after `previous` only marks a call that does not return (an abort,
+        `llvm.trap`, a `noreturn` function): it is not reached."""
+        call = previous.call() if previous is not None else None
+        if call is None:
+            return False
+        callee = bare_name(call.callee)
+        if callee in self.abort_helpers or "noreturn" in call.tail.split():
+            return True
+        function = self.module.functions.get(callee)
+        return function is not None and "noreturn" in self.module.function_attributes(function)
+
+
+def _definitions(function: Function) -> dict[str, Instruction]:
+    """The instructions of `function` by the value they define."""
+    return {
+        instruction.result: instruction
+        for _, instruction in function.instructions()
+        if instruction.result is not None
+    }
+
+
+def _entries(module: Module, references: Counter[str]) -> dict[str, Entry]:
+    """The entries (SPEC 7, 11), by name: with data buffers as `buffer_accesses` finds them, and without
+    when the module does not call them (a function of a buffer and an i32 it calls is not one);
+    `references` is the module's `reference_counts`."""
+    return {
+        entry.function.name: entry
+        for entry in all_entries(module, RUNTIME_BUFFER_TYPE)
+        if entry.data_buffers or references[entry.function.name] <= 1
+    }

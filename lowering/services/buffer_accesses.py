@@ -1,0 +1,272 @@
+"""Accesses to the entry's data buffers (SPEC 11), as the features' passes that check or record them see
+them: the entry functions and their data buffers, which buffer each pointer derives from, the memory
+accesses an instruction makes, and constant offsets.
+
+An entry takes the printf buffer, maybe the abort buffer, the invocation ID, then its data buffers. In an
+entry, a pointer derives from a data buffer when it is the parameter or a GEP, phi, select or cast of
+pointers that all derive from that one buffer. These passes run after `inline_into_entries`, so each
+access is attributed in the entry that makes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from ..ir.debug_info import source_location
+from ..ir.lexer import bare_name, tokenize
+from ..ir.model import Function, Instruction, Module
+from ..ir.reading import parse_source
+from ..ir.types import parse_type
+from ..targets.machines import inline_always
+from .context import RUNTIME_BUFFER_TYPE, PassContext
+
+_POINTER_BYTES = 8  # pointers as the cpu and nvptx targets store them
+_DERIVING = frozenset({"getelementptr", "phi", "select", "addrspacecast", "bitcast"})
+_MEMORY_INTRINSICS = {"llvm.memcpy": "memcpy", "llvm.memmove": "memmove", "llvm.memset": "memset"}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """An entry function: its printf buffer, its invocation ID and its data buffers (IR names)."""
+
+    function: Function
+    printf_buffer: str
+    invocation: str
+    data_buffers: tuple[str, ...]
+    minimum_bytes: tuple[int, ...]  # each data buffer's `dereferenceable(N)`: its size is at least N
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """A memory access through `pointer` (of type `pointer_type`), of `bytes` (a constant, or an IR value
+    given at run time, of type `bytes_type`); `atomic` for atomics (`atomicrmw`, `cmpxchg`, `load atomic`,
+    `store atomic`); `writes` for the accesses that write (a memcpy's destination, not its source)."""
+
+    kind: str
+    pointer: str
+    pointer_type: str
+    bytes: int | str | None
+    atomic: bool = False
+    writes: bool = False
+    bytes_type: str = "i64"
+
+
+_NEVER_INLINED = frozenset({"noinline", "optnone"})
+
+
+def inline_into_entries(context: PassContext) -> None:
+    """Every function of the context's module that may be inlined inlined into the entries (LLVM's
+    always-inliner), so that a pass over accesses sees each in the entry that makes it. The helpers
+    are only declared meanwhile: they are defined, and inlined, after those passes."""
+    module = context.module
+    entries = entry_names(module, RUNTIME_BUFFER_TYPE)
+    for function in module.definitions():
+        if function.name not in entries and module.function_attributes(function).isdisjoint(_NEVER_INLINED):
+            function.add_attribute("alwaysinline")
+    declarations = context.helpers.declarations()
+    if context.user_data is not None:
+        declarations += context.user_data.declarations()
+    names = [module.add_declaration(declaration).name for declaration in declarations]
+    parsed = parse_source(f"<{context.module_source()} inlined into its entries>", str(module))
+    inline_always(parsed, context.target)
+    inlined = Module.parse(str(parsed))
+    for name in names:
+        if name in inlined.functions:
+            inlined.remove(inlined.functions[name])
+    context.module = inlined
+
+
+def in_bounds(offset: int | None, size: int | None, minimum: int) -> bool:
+    """Whether `size` bytes at constant `offset` are inside any buffer of at least `minimum` bytes."""
+    return offset is not None and size is not None and 0 <= offset <= minimum - size
+
+
+def _dereferenceable(attributes: tuple[str, ...]) -> int:
+    """N of a `dereferenceable(N)` attribute; 0 without one."""
+    for attribute in attributes:
+        if attribute.startswith("dereferenceable(") and attribute[16:-1].isdigit():
+            return int(attribute[16:-1])
+    return 0
+
+
+class TypeSizes:
+    """ABI sizes of IR types in one data layout, as GEPs step over them."""
+
+    def __init__(self, data_layout: str) -> None:
+        self.target_data = llvm.create_target_data(data_layout)
+
+    def of(self, type_text: str) -> int | None:
+        parsed = parse_type(type_text)
+        if parsed is None or isinstance(parsed, ir.BaseStructType):
+            return None
+        return parsed.get_abi_size(self.target_data)
+
+
+def constant_offsets(function: Function, entry: Entry, sizes: TypeSizes) -> dict[str, int]:
+    """value -> its constant byte offset from its data buffer, through GEPs with constant indices into
+    scalars, vectors and arrays."""
+    offsets = dict.fromkeys(entry.data_buffers, 0)
+    for _, instruction in function.instructions():
+        if instruction.opcode != "getelementptr" or instruction.result is None:
+            continue
+        source, pointer, *indices = instruction.operands
+        base = offsets.get(pointer.value)
+        step = _gep_offset(source.type, [index.value for index in indices], sizes)
+        if base is not None and step is not None:
+            offsets[instruction.result] = base + step
+    return offsets
+
+
+def _gep_offset(source_type: str, indices: list[str], sizes: TypeSizes) -> int | None:
+    """The byte offset a GEP over `source_type` with constant `indices` adds; None when not constant."""
+    offset = 0
+    current = source_type
+    for position, index in enumerate(indices):
+        if not index.lstrip("-").isdigit():
+            return None
+        if position:
+            parsed = parse_type(current)
+            if not isinstance(parsed, ir.ArrayType | ir.VectorType):
+                return None
+            current = str(parsed.element)
+        size = sizes.of(current)
+        if size is None:
+            return None
+        offset += int(index) * size
+    return offset
+
+
+def entry_names(module: Module, buffer_type: str) -> set[str]:
+    """The functions whose parameters are an entry's (SPEC 11): what the accesses are attributed in."""
+    return {entry.function.name for entry in entries(module, buffer_type)}
+
+
+def entries(module: Module, buffer_type: str) -> list[Entry]:
+    """The functions taking the printf buffer, maybe the abort buffer, the ID, then data buffers."""
+    return [entry for entry in all_entries(module, buffer_type) if entry.data_buffers]
+
+
+def all_entries(module: Module, buffer_type: str) -> list[Entry]:
+    """The functions taking the printf buffer, maybe the abort buffer, the ID, then any number of data
+    buffers (none too: SPEC 7's entries, which checks other than those of data buffers look at)."""
+    entries = []
+    for function in module.definitions():
+        parameters = function.parameters
+        types = [parameter.type for parameter in parameters]
+        for skipped in (1, 2):
+            head = [buffer_type] * skipped + ["i32"]
+            rest = types[len(head) :]
+            if types[: len(head)] == head and all(found == buffer_type for found in rest):
+                names = [parameter.value for parameter in parameters]
+                buffers = parameters[len(head) :]
+                minimum = tuple(_dereferenceable(parameter.attributes) for parameter in buffers)
+                entries.append(Entry(function, names[0], names[skipped], tuple(names[len(head) :]), minimum))
+                break
+    return entries
+
+
+def derivations(function: Function, entry: Entry) -> dict[str, int]:
+    """value -> the data buffer it derives from, for the pointers that derive from exactly one.
+
+    Optimistic over loops: a phi's incoming value not resolved yet is left out until it is; a value that
+    no deriving instruction defines (a load, a constant, another parameter) derives from none.
+    """
+    roots: dict[str, int | None] = {name: position for position, name in enumerate(entry.data_buffers)}
+    deriving = [
+        (instruction.result, _pointer_sources(instruction))
+        for _, instruction in function.instructions()
+        if instruction.result is not None and instruction.opcode in _DERIVING
+    ]
+    derived = {result for result, _ in deriving}
+    changed = True
+    while changed:
+        changed = False
+        for result, sources in deriving:
+            found = {
+                roots[source] if source in roots else None
+                for source in sources
+                if source in roots or source not in derived
+            }
+            if not found:
+                continue
+            value = found.pop() if len(found) == 1 else None
+            if result not in roots or roots[result] != value:
+                roots[result] = value
+                changed = True
+    return {name: root for name, root in roots.items() if root is not None}
+
+
+def _pointer_sources(instruction: Instruction) -> list[str]:
+    """The pointer values an instruction derives its result from."""
+    opcode = instruction.opcode
+    if opcode == "phi":
+        tokens = [token for _, token in instruction.tokens]
+        return [tokens[index + 1] for index, token in enumerate(tokens) if token == "["]
+    operands = instruction.operands
+    if opcode == "select":
+        return [operand.value for operand in operands[1:]]
+    if opcode == "getelementptr":
+        return [operands[1].value] if len(operands) > 1 else []
+    return [operands[0].value.partition(" to ")[0]] if operands else []
+
+
+def accesses(instruction: Instruction) -> list[Access]:
+    """The memory accesses an instruction makes: pointer, kind and bytes."""
+    opcode = instruction.opcode
+    if opcode in ("load", "store"):
+        value, pointer = instruction.operands[:2]
+        atomic = any(token == "atomic" for _, token in instruction.tokens[:5])
+        what = f"atomic {opcode}" if atomic else opcode
+        # An atomic's ordering stays in its pointer operand's text: `%p monotonic`.
+        address = tokenize(pointer.value)[0][1] if atomic else pointer.value
+        return [Access(what, address, pointer.type, store_bytes(value.type), atomic, opcode == "store")]
+    if opcode in ("atomicrmw", "cmpxchg"):
+        pointer, value = instruction.operands[:2]
+        return [Access("atomic", pointer.value, pointer.type, store_bytes(value.type), True, True)]
+    site = instruction.call() if opcode == "call" else None
+    if site is None:
+        return []
+    name = bare_name(site.callee)
+    kind = next((kind for prefix, kind in _MEMORY_INTRINSICS.items() if name.startswith(prefix + ".")), None)
+    if kind is None or len(site.arguments) < 3:
+        return []
+    length = site.arguments[2]
+    size: int | str = int(length.value) if length.value.isdigit() else length.value
+    pointers = site.arguments[:1] if kind == "memset" else site.arguments[:2]
+    return [
+        Access(kind, pointer.value, pointer.type, size, writes=position == 0, bytes_type=length.type)
+        for position, pointer in enumerate(pointers)
+    ]
+
+
+def store_bytes(type_text: str) -> int | None:
+    """Bytes a value of this type occupies in memory when stored, for the types that can be checked."""
+    parsed = parse_type(type_text)
+    if isinstance(parsed, ir.VectorType):
+        element = _store_bits(parsed.element)
+        return None if element is None else (element * parsed.count + 7) // 8
+    bits = _store_bits(parsed)
+    return None if bits is None else (bits + 7) // 8
+
+
+def _store_bits(parsed: ir.Type | None) -> int | None:
+    if isinstance(parsed, ir.IntType):
+        return (parsed.width + 7) // 8 * 8
+    if isinstance(parsed, ir.PointerType):
+        return 8 * _POINTER_BYTES
+    return (
+        {ir.HalfType(): 16, ir.FloatType(): 32, ir.DoubleType(): 64}.get(parsed)
+        if parsed is not None
+        else None
+    )
+
+
+def source_of(module: Module, instruction: Instruction) -> str | None:
+    node = instruction.debug_node
+    location = source_location(module, node) if node is not None else None
+    if location is None:
+        return None
+    return f"{location.filename}:{location.line}:{location.column}"

@@ -1,0 +1,197 @@
+"""Synchronization validation, the contract (SPEC section 12): the `amdpal.races` table of recorded
+sites and the layout of the shadow memory the device records accesses into.
+
+The agents are the invocations of one dispatch. Two accesses to the same word of a data buffer by
+different invocations race when one of them is a plain (non-atomic) write (write-racing-write,
+read-racing-write) or when one is atomic and the other plain (atomic-racing-plain).
+
+The shadow of a data buffer of B bytes (W = ceil(B / 4) words), which the runtime allocates zeroed and
+points `@lgc.races.shadow[k]` at, is
+
+    struct { u64 bufferBytes; u32 buffer; u32 classes; } header;   // written by the runtime
+    struct { u32 greatest[W]; u32 notLeast[W]; } rows[C];          // one row per class recorded
+    struct { u32 greatest[G]; u32 notLeast[G]; } warps[C];         // G = ceil(W / 32) groups of words
+
+with one row per access class the buffer records, in `CLASSES` order (`classes` is their bit mask).
+An access of an invocation to a word has the key `packed + 1`, `packed = invocation << site_bits | site`,
+and makes one 32-bit atomic max of `greatest`, which returns the value it replaced; only when that value
+is another key (the word's second distinct access, or later) does it make a second atomic max, of
+`notLeast` with `~min(replaced, key)` (`merge`). So `greatest` holds the greatest key and `notLeast`,
+when the word saw two keys or more, the complement of the least (0 when it saw one): the least and the
+greatest (invocation, site) of the class, whatever the order the accesses came in. The report depends
+on the set of accesses only, never on the schedule, and a word accessed by one invocation costs one
+atomic (or, once recorded, none: a load that finds its key skips it).
+
+Why the least comes out whatever the order: take the least key L. If L's first access replaces another
+key, it records L itself. Otherwise L was first, and the first other key's atomic replaces L and records
+min(L, key) = L. A slot whose `greatest` is 0 saw no access (keys are at least 1 and `~key` is not 0:
+`max_invocations` keeps `packed` at most PACKED_LIMIT).
+
+A warp's record. Where the 32 lanes of a warp make one 4-byte access together, lane j of invocation
+i + j to word 32g + j of group g, their 32 keys are the key of lane 0 plus j << site_bits: the warp
+merges lane 0's key into group g's slot of `warps` instead (the nvptx target does; `lowering.passes.
+races`). Adding j << site_bits to every key of a set keeps its order, so the slot's least and greatest,
+each plus j << site_bits, are the least and greatest of the keys it stands for at word 32g + j. A
+word's keys are those of its slot in `rows` with those of its group's slot (`Shadow.row` of
+`metadata.races.shadow`), and the report reads the same whichever way each access was recorded.
+
+8 bytes of shadow a class and word, and 8 a class and group of 32 words: about 2 bytes per data byte
+and class, of which a word touched by one invocation reads and writes only `greatest`'s 4, and a word a
+warp records together an eighth of a byte. Only buffers with a site that writes or is atomic have a
+shadow (a buffer only ever read cannot race); a buffer records only the classes its sites have.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import DprintfError
+from ..validation.table import Site, Unchecked
+
+RACES_KEY = "amdpal.races"
+VERSION = 1
+WRITE, READ, ATOMIC = "write", "read", "atomic"
+CLASSES = (WRITE, READ, ATOMIC)  # the access classes, in the order of a shadow's rows
+SHADOW_HEADER = struct.Struct("<QII")  # bufferBytes, buffer (its position), classes (a mask of CLASSES)
+SLOT_BYTES = 8  # a class and word: u32 greatest, u32 notLeast (in two arrays of the row)
+WORD_BYTES = 4
+WARP_WORDS = 32  # the words of a group: a warp's lanes, one word each
+PACKED_LIMIT = (1 << 32) - 3  # the greatest packed (invocation, site): neither its key nor ~key is 0
+_RANGE_KINDS = frozenset({"memcpy", "memmove"})  # a site reads or writes a range: its class says which
+RACES_SHADOW_GLOBAL = "lgc.races.shadow"  # each data buffer's shadow, `[K x ptr]` (SPEC 12)
+
+
+class ShadowError(DprintfError):
+    """A shadow dump that does not have the layout the table gives it."""
+
+
+def merge(greatest: int, not_least: int, packed: int) -> tuple[int, int]:
+    """A slot's (greatest, notLeast) after an access of `packed`, as the device makes it (see above)."""
+    key = packed + 1
+    if greatest in (0, key):
+        return max(greatest, key), not_least
+    return max(greatest, key), max(not_least, ~min(greatest, key) & 0xFFFFFFFF)
+
+
+def class_mask(classes: tuple[str, ...]) -> int:
+    return sum(1 << CLASSES.index(name) for name in classes)
+
+
+def shadow_words(buffer_bytes: int) -> int:
+    return -(-buffer_bytes // WORD_BYTES)
+
+
+def shadow_groups(buffer_bytes: int) -> int:
+    """G, the groups of WARP_WORDS words a warp's record stands for."""
+    return -(-shadow_words(buffer_bytes) // WARP_WORDS)
+
+
+@dataclass(frozen=True, slots=True)
+class RaceSite:
+    """A recorded access: the site as validation's (SPEC 11; its `index` is the number packed into the
+    shadow) and its access class (`write`, `read`, `atomic`)."""
+
+    site: Site
+    access: str
+
+    def to_map(self) -> dict[str, Any]:
+        return {**self.site.to_map(), ".access": self.access}
+
+    @classmethod
+    def from_map(cls, found: dict[str, Any]) -> RaceSite:
+        return cls(Site.from_map(found), found[".access"])
+
+    def describe(self) -> str:
+        """`store in @main at k.c:12:5`; a memcpy's read and write are told apart."""
+        kind = self.site.kind
+        what = f"{kind} {self.access}" if kind in _RANGE_KINDS else kind
+        return f"{what} in {self.site.where()}"
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowBuffer:
+    """A data buffer with a shadow: its position among the entry's data buffers, its IR name and the
+    classes of access its shadow records (its rows, in CLASSES order)."""
+
+    buffer: int
+    name: str
+    classes: tuple[str, ...]
+
+    @property
+    def mask(self) -> int:
+        return class_mask(self.classes)
+
+    def shadow_bytes(self, buffer_bytes: int) -> int:
+        """The bytes of the shadow of a `buffer_bytes`-byte data buffer, its header included."""
+        slots = shadow_words(buffer_bytes) + shadow_groups(buffer_bytes)
+        return SHADOW_HEADER.size + len(self.classes) * slots * SLOT_BYTES
+
+    def header(self, buffer_bytes: int) -> bytes:
+        """The header the runtime writes at the start of the shadow."""
+        return SHADOW_HEADER.pack(buffer_bytes, self.buffer, self.mask)
+
+    def to_map(self) -> dict[str, Any]:
+        return {".buffer": self.buffer, ".name": self.name, ".classes": list(self.classes)}
+
+    @classmethod
+    def from_map(cls, found: dict[str, Any]) -> ShadowBuffer:
+        classes = tuple(found[".classes"])
+        if not set(classes) <= set(CLASSES) or list(classes) != sorted(classes, key=CLASSES.index):
+            raise ShadowError(f"{RACES_KEY}: buffer {found['.buffer']} has classes {list(classes)}")
+        return cls(found[".buffer"], found[".name"], classes)
+
+
+@dataclass(frozen=True)
+class RaceTable:
+    """The `amdpal.races` document: the recorded sites, the buffers with a shadow, the bits of a site
+    number in a packed value, and the accesses that could not be attributed to a data buffer."""
+
+    sites: tuple[RaceSite, ...] = ()
+    buffers: tuple[ShadowBuffer, ...] = ()
+    site_bits: int = 0
+    unrecorded: tuple[Unchecked, ...] = ()
+
+    @property
+    def max_invocations(self) -> int:
+        """The most invocations whose every packed (invocation, site) stays within PACKED_LIMIT."""
+        greatest_site = max(len(self.sites) - 1, 0)
+        return ((PACKED_LIMIT - greatest_site) >> self.site_bits) + 1
+
+    def buffer(self, position: int) -> ShadowBuffer | None:
+        return next((buffer for buffer in self.buffers if buffer.buffer == position), None)
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            RACES_KEY: {
+                ".version": VERSION,
+                ".site_bits": self.site_bits,
+                ".buffers": [buffer.to_map() for buffer in self.buffers],
+                ".sites": [site.to_map() for site in self.sites],
+                ".unrecorded": [item.to_map() for item in self.unrecorded],
+            }
+        }
+
+    @classmethod
+    def from_document(cls, document: dict[str, Any]) -> RaceTable | None:
+        """The table of a metadata document; None without one; ShadowError for one of another shape."""
+        found = document.get(RACES_KEY)
+        if found is None:
+            return None
+        try:
+            sites = tuple(RaceSite.from_map(site) for site in found.get(".sites", []))
+            table = cls(
+                sites,
+                tuple(ShadowBuffer.from_map(buffer) for buffer in found.get(".buffers", [])),
+                int(found.get(".site_bits", 0)),
+                tuple(
+                    Unchecked(item[".function"], item.get(".source"), item[".count"])
+                    for item in found.get(".unrecorded", [])
+                ),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as failure:
+            raise ShadowError(f"{RACES_KEY} is not a table of SPEC 12: {failure!r}") from None
+        if [site.site.index for site in sites] != list(range(len(sites))):
+            raise ShadowError(f"{RACES_KEY}: the sites are not numbered 0, 1, ... in order")
+        return table

@@ -1,0 +1,256 @@
+"""GPU-assisted validation, the driver side (SPEC sections 11 and 13): the `amdpal.validation` table of
+check sites and the report of what the device recorded at them.
+
+Every check site has a `.check`: `bounds` (an access through a data buffer of the entry, SPEC 11),
+`range` (an access through any other pointer, against the runtime's live ranges), `ub` (undefined
+behaviour: a division, a shift, a conversion, `unreachable`) or `init` (a read of bytes never written).
+A failed check writes a printf entry (section 4) whose ID is its site's and whose arguments are the
+site's record (`record_layout`): the invocation ID first, then what the check found. The sites are not in
+the format-string table: the decoder looks them up here, takes their entries out of the printf output,
+and reports each site once (`validation_reports`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..decoding.printf_buffer import PrintfDecoding
+from ..ids import format_string_id
+from ..layout import FLOAT, Layout, parse_layout, sixty_four_bit_mask
+from ..table import FormatEntry, FormatTable, TableEntry
+from ..wire import entry_dwords
+from .checks import BOUNDS, FP_CONVERSIONS, INIT, RANGE, UB, UNREACHABLE
+from .reports import CheckReport, reports_of
+
+if TYPE_CHECKING:  # the registry brings pyelftools, which a run that links nothing does not need
+    from ..linking import FormatRegistry
+
+VALIDATION_KEY = "amdpal.validation"
+VERSION = 1
+
+
+SITE_LAYOUT = parse_layout("i32,i64,i64")  # bounds: invocation ID, offset, buffer size
+SITE_RECORD_DWORDS = entry_dwords(SITE_LAYOUT)
+_LAYOUTS = {
+    BOUNDS: SITE_LAYOUT,
+    # invocation ID, address, the range below (id, end), the range above (id, begin)
+    RANGE: parse_layout("i32,i64,i64,i64,i64,i64"),
+    INIT: parse_layout("i32,i64,i64"),  # invocation ID, first byte never written, data buffer
+    UB: parse_layout("i32,i64"),  # invocation ID, the operand (divisor, shift amount)
+}
+_FP_LAYOUT = parse_layout("i32,f64")  # invocation ID, the value converted
+_UNREACHABLE_LAYOUT = parse_layout("i32")
+
+
+def record_layout(check: str, kind: str) -> Layout:
+    """The arguments of a failed check's record at a site of `check` and `kind`."""
+    if check == UB and kind in FP_CONVERSIONS:
+        return _FP_LAYOUT
+    if check == UB and kind == UNREACHABLE:
+        return _UNREACHABLE_LAYOUT
+    return _LAYOUTS[check]
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """A check site: its ID, check (`bounds`, `range`, `ub`, `init`), kind (an access's `load`, `store`,
+    `atomic`, `memcpy`...; an instruction's opcode for `ub`), bytes (None: given at run time, or no
+    access), the buffer (parameter position among the data buffers and IR name; -1 and empty when no
+    one buffer), function and source; for `ub`, the IR type it works on (`i32`, `float to i32`)."""
+
+    index: int
+    kind: str
+    bytes: int | None
+    buffer: int
+    buffer_name: str
+    function: str
+    source: str | None
+    check: str = BOUNDS
+    value_type: str | None = None
+
+    @classmethod
+    def new(
+        cls,
+        kind: str,
+        size: int | None,
+        buffer: int,
+        buffer_name: str,
+        function: str,
+        source: str | None,
+        *,
+        ordinal: int = 0,
+        check: str = BOUNDS,
+        value_type: str | None = None,
+    ) -> Site:
+        """A site whose ID is hashed from what it is and its `ordinal` among the module's sites, as a
+        format string's is from its text."""
+        key = f"dprintf.validation {check} {kind} {size} {buffer} {buffer_name} @{function} {source}"
+        key += f" {value_type} #{ordinal}"
+        index = format_string_id(key, record_layout(check, kind))
+        return cls(index, kind, size, buffer, buffer_name, function, source, check, value_type)
+
+    def to_map(self) -> dict[str, Any]:
+        found = {
+            ".index": self.index,
+            ".check": self.check,
+            ".kind": self.kind,
+            ".bytes": self.bytes,
+            ".buffer": [self.buffer, self.buffer_name],
+            ".function": self.function,
+        }
+        if self.source is not None:
+            found[".source"] = self.source
+        if self.value_type is not None:
+            found[".type"] = self.value_type
+        return found
+
+    @classmethod
+    def from_map(cls, found: dict[str, Any]) -> Site:
+        buffer, name = found[".buffer"]
+        return cls(
+            found[".index"],
+            found[".kind"],
+            found[".bytes"],
+            buffer,
+            name,
+            found[".function"],
+            found.get(".source"),
+            found.get(".check", BOUNDS),
+            found.get(".type"),
+        )
+
+    @property
+    def layout(self) -> Layout:
+        return record_layout(self.check, self.kind)
+
+    @property
+    def entry(self) -> FormatEntry:
+        """How the printf decoder reads the site's records."""
+        layout = self.layout
+        conversions = " ".join(
+            "%f" if arg.kind == FLOAT else ("%lld" if arg.is_64bit else "%u") for arg in layout
+        )
+        return FormatEntry(self.index, conversions, len(layout), sixty_four_bit_mask(layout))
+
+    def where(self) -> str:
+        return f"@{self.function}" + (f" at {self.source}" if self.source else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Unchecked:
+    """Accesses of a function (at a source line, when known) that no check covers, and why."""
+
+    function: str
+    source: str | None
+    count: int
+    reason: str | None = None
+
+    def to_map(self) -> dict[str, Any]:
+        found = {".function": self.function, ".source": self.source, ".count": self.count}
+        if self.reason is not None:
+            found[".reason"] = self.reason
+        return found
+
+
+@dataclass(frozen=True)
+class ValidationTable:
+    """The `amdpal.validation` document: the classes of checks, the data buffers' IR names, the check
+    sites, the accesses left unchecked and the checks left out as provably passing."""
+
+    sites: tuple[Site, ...] = ()
+    unchecked: tuple[Unchecked, ...] = ()
+    removed: int = 0
+    checks: tuple[str, ...] = (BOUNDS,)
+    buffer_names: tuple[str, ...] = ()  # the entry's data buffers, as reports name them
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            VALIDATION_KEY: {
+                ".version": VERSION,
+                ".checks": list(self.checks),
+                ".buffers": list(self.buffer_names),
+                ".sites": [site.to_map() for site in self.sites],
+                ".unchecked": [unchecked.to_map() for unchecked in self.unchecked],
+                ".removed": self.removed,
+            }
+        }
+
+    @classmethod
+    def from_document(cls, document: dict[str, Any]) -> ValidationTable | None:
+        found = document.get(VALIDATION_KEY)
+        if found is None:
+            return None
+        return cls(
+            tuple(Site.from_map(site) for site in found.get(".sites", [])),
+            tuple(
+                Unchecked(item[".function"], item.get(".source"), item[".count"], item.get(".reason"))
+                for item in found.get(".unchecked", [])
+            ),
+            found.get(".removed", 0),
+            tuple(found.get(".checks", [BOUNDS])),
+            tuple(found.get(".buffers", [])),
+        )
+
+    def merged(self, other: ValidationTable) -> ValidationTable:
+        """The sites of both tables (another ELF's), this one's names first."""
+        names = self.buffer_names or other.buffer_names
+        checks = tuple(dict.fromkeys((*self.checks, *other.checks)))
+        return ValidationTable(self.sites + other.sites, (), 0, checks, names)
+
+    @property
+    def smallest_record_dwords(self) -> int:
+        """Dwords of the smallest record a site of the table writes (entry header included)."""
+        return min((entry_dwords(site.layout) for site in self.sites), default=SITE_RECORD_DWORDS)
+
+    def has_kind(self, kind: str) -> bool:
+        return any(site.kind == kind for site in self.sites)
+
+
+class CombinedLookup:
+    """The format-string table (a `FormatTable` or `FormatRegistry`) and the validation sites, as one
+    table for the printf decoder."""
+
+    def __init__(self, table: FormatTable | FormatRegistry, validation: ValidationTable) -> None:
+        self.table = table
+        self.sites = {site.index: site.entry for site in validation.sites}
+
+    def __iter__(self) -> Iterator[TableEntry]:
+        yield from self.table
+        yield from self.sites.values()
+
+    def get(self, index: int) -> TableEntry | None:
+        found = self.sites.get(index)
+        return found if found is not None else self.table.get(index)
+
+
+def split_decoding(
+    decoding: PrintfDecoding, validation: ValidationTable
+) -> tuple[PrintfDecoding, list[CheckReport]]:
+    """The printf output without the sites' records, and the reports of the sites that recorded any,
+    in table order."""
+    if not validation.sites:
+        return decoding, []
+    by_index = {site.index: site for site in validation.sites}
+    keep = [number for number, group in enumerate(decoding.groups) if group.id not in by_index]
+    found: dict[int, list[CheckReport]] = {}
+    for group in decoding.groups:
+        site = by_index.get(group.id)
+        if site is not None and len(group):
+            found[site.index] = reports_of(site, group.columns, validation.buffer_names)
+    reports = [report for site in validation.sites for report in found.pop(site.index, ())]
+    if len(keep) == len(decoding.groups):
+        return decoding, reports
+    renumber = np.full(len(decoding.groups), -1, dtype=np.int32)
+    renumber[keep] = np.arange(len(keep), dtype=np.int32)
+    kept_entries = renumber[decoding.entry_groups] >= 0
+    printf = replace(
+        decoding,
+        groups=tuple(decoding.groups[number] for number in keep),
+        entry_offsets=decoding.entry_offsets[kept_entries],
+        entry_groups=renumber[decoding.entry_groups][kept_entries],
+    )
+    return printf, reports
