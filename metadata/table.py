@@ -10,7 +10,9 @@ Tables from other writers (LLPC, SPEC section 9) may carry keys this project doe
 (`.user_data_offset`) or in an entry, and entries it cannot use. Reading keeps all of it: other keys go
 back out when the table is encoded, and an entry that cannot be used is kept as it was (`unusable`)
 with a warning naming it (`warnings`), never a reason to reject the table. Only a table whose shape is
-wrong (not a map, another version, no `.strings` array) is an error.
+wrong (not a map, another version, no `.strings` array) is an error. A `.string` ending in one NUL (LLPC
+writes the NUL-terminated array that reached it) is read without it, as XGL reads it; a NUL before the
+end makes the entry unusable.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import functools
 import reprlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
@@ -59,7 +61,11 @@ class FormatEntry:
     """One row of the table: ID, format string, argument count, 64-bit mask words, the format dialect
     (`.dialect`, absent for C's: SPEC 9), the constant strings its `%s` arguments index
     (`.argument_strings`, absent when it has none), and the call site of an entry written with
-    `--verbose` (`.site`; its payload then starts with the invocation ID)."""
+    `--verbose` (`.site`; its payload then starts with the invocation ID).
+
+    `nul_terminated`: the table's `.string` ended in one NUL, as LLPC writes a string that reached it
+    as a NUL-terminated array; `string` is without it, as XGL formats it, and the NUL is written
+    back. It is not part of what makes two entries the same."""
 
     index: int
     string: str
@@ -69,6 +75,7 @@ class FormatEntry:
     dialect: str = C_DIALECT
     argument_strings: tuple[str, ...] = ()
     site: CallSite | None = None
+    nul_terminated: bool = field(default=False, compare=False)
 
     @classmethod
     def for_call(
@@ -116,7 +123,7 @@ class FormatEntry:
         other = msgpack.unpackb(self.other_keys, raw=False, strict_map_key=False) if self.other_keys else {}
         return {
             INDEX_KEY: self.index,
-            STRING_KEY: self.string,
+            STRING_KEY: self.string + ("\0" if self.nul_terminated else ""),
             COUNT_KEY: self.argument_count,
             MASK_KEY: list(self.sixty_four_bit),
             **({DIALECT_KEY: self.dialect} if self.dialect != C_DIALECT else {}),
@@ -277,7 +284,12 @@ def _entry_from_map(row: Any, where: str) -> FormatEntry:
         type(index) is int and 0 <= index <= ID_MASK, f"{where}{INDEX_KEY} is not a 48-bit unsigned integer"
     )
     _require(isinstance(string, str), f"{where}{STRING_KEY} is not a string")
-    _require("\0" not in string, f"{where}{STRING_KEY} contains a NUL character")
+    terminated = string.endswith("\0")
+    string = string.removesuffix("\0")
+    _require(
+        "\0" not in string,
+        f"{where}{STRING_KEY} contains a NUL character before its end (one NUL ending it is taken off)",
+    )
     _require(
         type(count) is int and 0 <= count <= _MAX_ARGUMENTS,
         f"{where}{COUNT_KEY} is not an argument count (0 to {_MAX_ARGUMENTS})",
@@ -304,7 +316,9 @@ def _entry_from_map(row: Any, where: str) -> FormatEntry:
     site = CallSite.from_map(row[SITE_KEY], f"{where}{SITE_KEY}") if SITE_KEY in row else None
     other = {key: value for key, value in row.items() if key not in (*_ENTRY_KEYS, *_OPTIONAL_KEYS)}
     packed = msgpack.packb(other, use_bin_type=True) if other else b""
-    return FormatEntry(index, string, count, tuple(mask), packed, dialect, tuple(strings), site)
+    return FormatEntry(
+        index, string, count, tuple(mask), packed, dialect, tuple(strings), site, nul_terminated=terminated
+    )
 
 
 def _require(condition: bool, message: str) -> None:

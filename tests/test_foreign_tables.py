@@ -29,6 +29,8 @@ ABORT_ROW = {
 }
 MALFORMED_ROW = {".index": 0x303A, ".is_abort_message": 1, ".data_count": 1, ".constant_status": [1]}
 UNUSABLE = "amdpal.format_strings.strings[2] has no .constants: kept as it is, not used"
+# LLPC writes a string that reached it as a NUL-terminated array with its NUL; XGL takes one off.
+NUL_ENDED = {".index": 0x4242, ".string": "Test: %u\0", ".argument_count": 1, ".64bit_arguments": [0]}
 
 
 def llpc_document(user_data_offset: int = 0) -> dict:
@@ -137,3 +139,36 @@ def test_a_foreign_table_encodes_back_to_what_was_read():
 
 def _by_index(rows: list) -> list:
     return sorted(rows, key=lambda row: row[".index"])
+
+
+def test_a_string_ending_in_one_nul_is_read_inspected_linked_and_decoded(tmp_path):
+    """One NUL ending `.string` is taken off as XGL takes it off, and written back as it was read."""
+    llpc, other, linked, dump = (tmp_path / name for name in ("llpc.elf", "other.elf", "linked.elf", "dump"))
+    llpc.write_bytes(
+        note_only_elf(msgpack.packb({"amdpal.format_strings": {".version": 1, ".strings": [NUL_ENDED]}}))
+    )
+    other.write_bytes(note_only_elf(FormatTable([OTHER]).encode()))
+    (entry,) = read_table(llpc.read_bytes())
+    assert (entry.string, entry.to_map()) == ("Test: %u", NUL_ENDED)
+    inspect = dprintf("inspect", str(llpc))
+    assert (inspect.returncode, inspect.stderr) == (0, "")
+    assert '      .string: "Test: %u\\x00"\n' in inspect.stdout
+    dump.write_bytes(build_printf_buffer([(entry, [42]), (OTHER, [-1])]))
+    decoded = dprintf("decode", str(dump), "--elf", str(llpc), "--elf", str(other))
+    assert (decoded.returncode, decoded.stdout, decoded.stderr) == (0, "Test: 42other -1\n", "")
+    done = dprintf("link", str(llpc), str(other), "-o", str(linked))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert NUL_ENDED in read_table(linked.read_bytes()).to_map()[".strings"]
+
+
+def test_a_nul_inside_the_string_stays_an_unusable_entry(tmp_path):
+    elf = tmp_path / "llpc.elf"
+    row = {**NUL_ENDED, ".string": "Test:\0 %u\0"}
+    elf.write_bytes(
+        note_only_elf(msgpack.packb({"amdpal.format_strings": {".version": 1, ".strings": [row]}}))
+    )
+    done = dprintf("inspect", str(elf))
+    assert done.stderr == (
+        f"warning: {elf}: amdpal.format_strings.strings[0].string contains a NUL character before its end "
+        "(one NUL ending it is taken off): kept as it is, not used\n"
+    )
