@@ -110,14 +110,29 @@ class FormatEntry:
 
     @property
     def layout(self) -> Layout:
-        """The argument layout, from the conversions and the 64-bit mask; raises FormatStringError."""
+        """The argument layout, from the conversions and the 64-bit mask: the conversions' arguments,
+        then each one past them (`.argument_count` above the conversions: LLPC writes an argument its
+        string does not convert) as a scalar of the width its bit says, written but not printed.
+        Raises FormatStringError when the count is below the conversions."""
         layout = self.format.layout_for(list(self.sixty_four_bit))
-        if len(layout) != self.argument_count:
+        if len(layout) > self.argument_count:
             raise FormatStringError(
                 f"entry {self.index:#x}: {self.string!r} has {len(layout)} conversion(s) "
                 f"but .argument_count is {self.argument_count}"
             )
-        return layout
+        return layout + tuple(
+            ArgType(INTEGER, 64 if self.sixty_four_bit[n // 64] >> (n % 64) & 1 else 32)
+            for n in range(len(layout), self.argument_count)
+        )
+
+    @property
+    def unprinted(self) -> int:
+        """How many arguments past its conversions the entry counts (0 when its string does not parse)."""
+        try:
+            conversions = len(self.format.conversions)
+        except FormatStringError:
+            return 0
+        return max(0, self.argument_count - conversions)
 
     def to_map(self) -> dict[str, Any]:
         other = msgpack.unpackb(self.other_keys, raw=False, strict_map_key=False) if self.other_keys else {}
@@ -240,6 +255,8 @@ class FormatTable:
                     else _entry_from_map(row, where)
                 )
                 result.add(entry)
+                if isinstance(entry, FormatEntry) and entry.unprinted:
+                    result.warnings.append(_unprinted_warning(entry, where))
             except TableError as error:
                 result.warnings.append(f"{error}: kept as it is, not used")
                 result.keep(row)
@@ -247,6 +264,14 @@ class FormatTable:
                 result.warnings.append(f"{where}: {error}: the first is used, this one kept as it is")
                 result.keep(row)
         return result
+
+
+def _unprinted_warning(entry: FormatEntry, where: str) -> str:
+    conversions = entry.argument_count - entry.unprinted
+    return (
+        f"{where}: {entry.string!r} has {conversions} conversion(s) and {COUNT_KEY} {entry.argument_count}: "
+        f"the {entry.unprinted} argument(s) past them are not printed, as XGL prints them"
+    )
 
 
 def collision_message(first: TableEntry, second: TableEntry) -> str:

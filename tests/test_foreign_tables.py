@@ -17,6 +17,7 @@ from metadata.decoding.buffer_builder import build_buffer, build_printf_buffer, 
 from metadata.elf_notes import note_only_elf, read_table
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
+from metadata.wire import ENTRY_HEADER, entry_header
 
 LINE = FormatEntry.for_call("Test: %u\n", parse_layout("i32"))
 OTHER = FormatEntry.for_call("other %d\n", parse_layout("i32"))
@@ -172,3 +173,42 @@ def test_a_nul_inside_the_string_stays_an_unusable_entry(tmp_path):
         f"warning: {elf}: amdpal.format_strings.strings[0].string contains a NUL character before its end "
         "(one NUL ending it is taken off): kept as it is, not used\n"
     )
+
+
+# LLPC's CsLowerDebugPrintf.lgc: 'Output:%d\n' passed an i32 and an i64; LLPC counts and writes both.
+EXTRA_ROW = {".index": 0x5151, ".string": "Output:%d\n", ".argument_count": 2, ".64bit_arguments": [2]}
+EXTRA_WARNING = (
+    "amdpal.format_strings.strings[0]: 'Output:%d\\n' has 1 conversion(s) and .argument_count 2: "
+    "the 1 argument(s) past them are not printed, as XGL prints them"
+)
+
+
+def test_arguments_past_the_conversions_are_decoded_as_xgl_does_with_one_warning(tmp_path):
+    elf, dump = tmp_path / "llpc.elf", tmp_path / "dump"
+    table = {".version": 1, ".strings": [EXTRA_ROW, {**NUL_ENDED, ".string": "Test: %u"}]}
+    elf.write_bytes(note_only_elf(msgpack.packb({"amdpal.format_strings": table})))
+    read = read_table(elf.read_bytes())
+    extra, line = read[EXTRA_ROW[".index"]], read[NUL_ENDED[".index"]]
+    assert [str(arg) for arg in extra.layout] == ["i32", "i64"] and extra.unprinted == 1
+    calls = [(extra, [7, 1 << 40]), (line, [1]), (extra, [8, -1]), (extra, [9, 0])]
+    dump.write_bytes(build_printf_buffer(calls))
+    assert len(dump.read_bytes()) == 16 + 4 * (5 + 3 + 5 + 5)  # LLPC's 5 dwords an entry
+    done = dprintf("decode", str(dump), "--elf", str(elf))
+    assert (done.returncode, done.stdout) == (0, "Output:7\nTest: 1Output:8\nOutput:9\n")
+    assert done.stderr == f"warning: {elf}: {EXTRA_WARNING}\n"
+    document = json.loads(dprintf("decode", str(dump), "--elf", str(elf), "--json").stdout)
+    assert [entry["values"] for entry in document["printf"]["entries"]] == [[7], [1], [8], [9]]
+    assert dprintf("inspect", str(elf)).stderr == f"warning: {elf}: {EXTRA_WARNING}\n"
+
+
+def test_fewer_arguments_than_conversions_stay_undecodable(tmp_path):
+    elf, dump = tmp_path / "llpc.elf", tmp_path / "dump"
+    row = {**EXTRA_ROW, ".string": "Output:%d %d %d\n"}
+    elf.write_bytes(
+        note_only_elf(msgpack.packb({"amdpal.format_strings": {".version": 1, ".strings": [row]}}))
+    )
+    (entry,) = read_table(elf.read_bytes())
+    dump.write_bytes(build_buffer([ENTRY_HEADER.pack(entry_header(entry.index, 5)) + bytes(12)]))
+    done = dprintf("decode", str(dump), "--elf", str(elf))
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "has 3 conversion(s) but .argument_count is 2: skipped its 5 dword(s)" in done.stderr
