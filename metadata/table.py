@@ -88,7 +88,10 @@ class FormatEntry:
     ) -> FormatEntry:
         """The entry a printf or abort call with this string and argument layout records; its `%s`
         arguments index `argument_strings`, and a `site` (`--verbose`) makes it the entry of that call
-        alone, its payload led by the invocation ID: both are part of its ID."""
+        alone, its payload led by the invocation ID: both are part of its ID. Arguments past the
+        conversions, which the call writes as LLPC writes them, count one a component, so that a reader
+        knows their dwords from `.64bit_arguments` alone (`layout`)."""
+        layout = _scalar_past_conversions(string, dialect, layout)
         strings = tuple(argument_strings)
         extras = {
             **({"strings": list(strings)} if strings else {}),
@@ -146,6 +149,20 @@ class FormatEntry:
             **({SITE_KEY: self.site.to_map()} if self.site is not None else {}),
             **other,
         }
+
+
+def _scalar_past_conversions(string: str, dialect: str, layout: Layout) -> Layout:
+    """`layout` with each vector past the conversions of `string` made its components (as it is
+    written: a vector is its components in order); `layout` itself when `string` does not parse."""
+    try:
+        converted = len(parse_format(string, dialect).conversions)
+    except FormatStringError:
+        return layout
+    past = layout[converted:]
+    if not any(arg.vector for arg in past):
+        return layout
+    scalars = tuple(ArgType(arg.kind, arg.bits) for arg in past for _ in range(arg.components))
+    return layout[:converted] + scalars
 
 
 @functools.lru_cache(maxsize=4096)

@@ -127,10 +127,20 @@ def test_cs_lower_debug_printf_compiles_with_its_extra_argument_a_warning(tmp_pa
         f"warning: {source}:13: call 1 to @lgc.debug.printf in function @lgc.shader.CS.main: 1 argument(s) "
         "after the 1 conversion(s) of 'Output:%d\\n' are not printed\n"
     )
-    (entry,) = read_table(elf.read_bytes())
-    assert (entry.string, entry.argument_count, entry.layout) == ("Output:%d\n", 1, entry.layout[:1])
+    (entry,) = read_table(elf.read_bytes())  # as LLPC's checks: 5 dwords, 2 arguments, the second 64-bit
+    assert (entry.string, entry.argument_count, entry.sixty_four_bit) == ("Output:%d\n", 2, (2,))
     lowered = lower_sources([Source("cs.lgc", CS)], "amdpal").ir
-    assert "spir_func" not in lowered and "i64 %5" not in lowered.split("@lgc.shader.CS.main")[1]
+    assert "spir_func" not in lowered and "atomicrmw add ptr addrspace(7) %4, i64 5 monotonic" in lowered
+    assert "store i64 %5, ptr addrspace(7)" in lowered
+
+
+def test_arguments_past_the_conversions_are_written_a_component_an_argument_and_not_printed():
+    entry = "define void @main(ptr addrspace(7) %buf, i32 %id) {\n  call void @simple()\n  ret void\n}\n"
+    extra = BASIC.replace("i32 42)", "i32 42, <2 x double> <double 1.0, double 2.0>, i16 -1)")
+    sources = [Source("basic.lgc", extra + entry + NODES["table"][0])]
+    assert run_sources(sources, invocations=2).text() == "Test: 42" * 2
+    (row,) = [entry.to_map() for entry in lower_sources(sources).table]
+    assert (row[".argument_count"], row[".64bit_arguments"]) == (4, [0b0110])
 
 
 def test_too_few_arguments_stay_an_error():

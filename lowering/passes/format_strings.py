@@ -48,7 +48,10 @@ class FormatStrings:
         """FormatStringError unless `string` matches the helper's layout."""
         key = (conversion_specs(string), helper)
         if key not in self._matching:
-            parse_format(string, self.context.options.dialect).check(helper.layout)
+            fmt = parse_format(string, self.context.options.dialect)
+            converted = len(fmt.conversions)
+            layout = helper.layout
+            fmt.check(layout[:converted] if len(layout) > converted else layout)  # see `warn_unprinted`
             self._matching.add(key)
 
     def header(
@@ -78,22 +81,21 @@ class FormatStrings:
             return str(failure)
         return signed64(entry_header(entry.index, dwords))
 
-    def surplus_arguments(self, call: Call, string: str, arguments: list[Operand]) -> list[Operand]:
-        """The arguments the conversions print: those past them are not printed, with a warning, as C
-        ignores them (C99 7.19.6.1) and VVL warns (SPEC 9); LLPC's `CsLowerDebugPrintf.lgc` passes
-        one. What does not parse is left for the entry's own check to report."""
+    def warn_unprinted(self, call: Call, string: str, arguments: list[Operand]) -> None:
+        """Warn about the arguments past the conversions: they are written, as LLPC writes them (its
+        `CsLowerDebugPrintf.lgc` passes one; the entry counts them, `FormatEntry.for_call`), and not
+        printed, as C ignores them (C99 7.19.6.1) and VVL warns (SPEC 9). What does not parse is left
+        for the entry's own check to report."""
         try:
             conversions = parse_format(string, self.context.options.dialect).conversions
         except DprintfError:
-            return arguments
-        if len(arguments) <= len(conversions):
-            return arguments
-        extra = len(arguments) - len(conversions)
-        self.context.warnings.append(
-            f"{self.context.where(call)}: {extra} argument(s) after the {len(conversions)} conversion(s) of "
-            f"{string!r} are not printed"
-        )
-        return arguments[: len(conversions)]
+            return
+        if len(arguments) > len(conversions):
+            extra = len(arguments) - len(conversions)
+            self.context.warnings.append(
+                f"{self.context.where(call)}: {extra} argument(s) after the {len(conversions)} conversion(s) "
+                f"of {string!r} are not printed"
+            )
 
     def vvl_arguments(
         self, call: Call, string: str, arguments: list[Operand]
