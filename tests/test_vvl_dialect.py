@@ -1,7 +1,7 @@
 """VVL's format habits (SPEC section 9), opt-in with `--format-dialect vvl`: `%lu`, `%lx` and `%ul` on
 64-bit integers, a short vector padded with zeros, extra arguments a warning; recorded in the table
-(`.dialect`), so that the decoder needs no flag. The expected lines are those VVL's
-`docs/debug_printf.md` gives for the same values."""
+(`.dialect`), so that the decoder needs no flag. VVL's documented examples and the calls of its tests are
+in the corpus (`driver_corpus`)."""
 
 from __future__ import annotations
 
@@ -19,31 +19,6 @@ from metadata.table import FormatEntry, FormatTable
 
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
 BIG = 0x2000000000000001
-# (format string, IR arguments, VVL's documented output)
-VVL_DOCUMENTED = [
-    (
-        "Here's a float value to 2 decimals %1.2f",
-        "float 0x400921CAC0000000",
-        "Here's a float value to 2 decimals 3.14",
-    ),
-    (
-        "Here's a vector of floats %1.2v4f",
-        "<4 x float> <float 0x3FF3333340000000, float 0x40019999A0000000, float 0x40099999A0000000, "
-        "float 0x4010CCCCC0000000>",
-        "Here's a vector of floats 1.20, 2.20, 3.20, 4.20",
-    ),
-    (
-        "Unsigned long as decimal %lu and as hex 0x%lx",
-        f"i64 {BIG}, i64 {BIG}",
-        "Unsigned long as decimal 2305843009213693953 and as hex 0x2000000000000001",
-    ),
-    (
-        "Padded [%8u] and zero padded hex [%08x]",
-        "i32 42, i32 42",
-        "Padded [      42] and zero padded hex [0000002a]",
-    ),
-    ("as hex 0x%ul", f"i64 {BIG}", "as hex 0x2000000000000001"),
-]
 
 
 def escaped(text: str) -> str:
@@ -76,12 +51,6 @@ def module(calls: list[tuple[str, str]]) -> str:
             "",
         ]
     )
-
-
-def test_the_documented_examples_print_as_vvl_prints_them():
-    text = module([(fmt, arguments) for fmt, arguments, _ in VVL_DOCUMENTED])
-    result = run_sources([Source("vvl.ll", text)], dialect="vvl")
-    assert result.printf.text().splitlines() == [expected for _, _, expected in VVL_DOCUMENTED]
 
 
 def test_a_short_vector_is_padded_and_extra_arguments_are_not_printed_each_with_a_warning():
