@@ -15,9 +15,14 @@ the decoder puts the message back together (`AbortMessageEntry.payload`) and for
 
 Argument widths are not in the message. An integer conversion takes 64 bits exactly with `l` or `ll`
 (SPEC 3), `%c` 32, a float conversion with `l` a double; a float conversion without `l` takes a float or
-a double, each packed at its own size. The argument dwords the message has after its string decide
-(`argument_layout`): when exactly one choice of those widths fills them, that is the layout; when none
-or several do, the message is not formatted (its payload is still whole), never formatted wrongly.
+a double, each at its own size. Nor is the packing: the arguments follow the string packed (SPEC 4), or
+as the proposal lays out message data, a struct of scalar layout: a 64-bit value (a double, a 64-bit
+integer, a component of a vector of them) at an 8-byte boundary of the message, and the message's size
+a multiple of 8 when it holds one (LLPC's example in its `docs/DdnDebugPrintf.md`, 'test: %lf %d\n',
+has a dword of padding after its int). The argument dwords the message has after its string decide
+(`argument_layout`): when exactly one choice of widths and packing places them, that is the placement
+(the two packings place arguments alike when neither pads); when none or several do, the message is
+not formatted (its payload is still whole), never formatted wrongly.
 """
 
 from __future__ import annotations
@@ -47,7 +52,6 @@ MAX_VARIABLE_DWORDS = MAX_ENTRY_DWORDS - ENTRY_HEADER_DWORDS  # what one record'
 _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 _DWORDS = struct.Struct("<I")
-_NONE, _SEVERAL = "none", "several"
 _MAX_FREE_CONVERSIONS = 256  # float conversions without `l` whose widths the count decides
 
 
@@ -98,18 +102,34 @@ def format_message(payload: bytes) -> FormattedMessage | str:
         return str(failure)
     if len(arguments) % 4:
         return f"{string!r}: its arguments take {len(arguments)} byte(s), not whole dwords"
-    layout = argument_layout(fmt, len(arguments) // 4)
-    if isinstance(layout, MessageProblem):
-        return layout.message
-    row = np.zeros((1, ENTRY_HEADER_DWORDS + len(arguments) // 4), dtype="<u4")
-    row[0, ENTRY_HEADER_DWORDS:] = np.frombuffer(arguments, dtype="<u4")
-    values = row_values(argument_columns(layout, row), 0, 1)[0]
+    placement = argument_layout(fmt, len(arguments) // 4, (len(payload) - len(arguments)) // 4)
+    if isinstance(placement, MessageProblem):
+        return placement.message
+    packed = placement.packed(arguments)
+    row = np.zeros((1, ENTRY_HEADER_DWORDS + len(packed) // 4), dtype="<u4")
+    row[0, ENTRY_HEADER_DWORDS:] = np.frombuffer(packed, dtype="<u4")
+    values = row_values(argument_columns(placement.layout, row), 0, 1)[0]
     return FormattedMessage(string, values, format_values(fmt, values))
 
 
-def argument_layout(fmt: FormatString, dwords: int) -> Layout | MessageProblem:
-    """The argument layout of `fmt` that fills `dwords` argument dwords (see the module docstring), or
-    why there is no single one."""
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A message's arguments: their layout, and where each starts, in dwords after the format string."""
+
+    layout: Layout
+    offsets: tuple[int, ...]
+
+    def packed(self, arguments: bytes) -> bytes:
+        """The arguments' bytes packed as SPEC 4 packs them, without the padding between them."""
+        return b"".join(
+            arguments[4 * offset : 4 * (offset + arg.dwords)]
+            for arg, offset in zip(self.layout, self.offsets, strict=True)
+        )
+
+
+def argument_layout(fmt: FormatString, dwords: int, start: int = 0) -> Placement | MessageProblem:
+    """Where the arguments of `fmt` are in the `dwords` argument dwords of a message whose format string
+    takes `start` dwords (see the module docstring), or why there is no single placement."""
     conversions = fmt.conversions
     if any(conversion.conversion == STRING_CONVERSION for conversion in conversions):
         return MessageProblem(
@@ -117,25 +137,85 @@ def argument_layout(fmt: FormatString, dwords: int) -> Layout | MessageProblem:
             "dwords has no way to name"
         )
     fixed = [_fixed_width(conversion) for conversion in conversions]
-    sizes = [conversion.vector or 1 for conversion in conversions]
-    least = sum(sizes) + sum(size for size, wide in zip(sizes, fixed, strict=True) if wide)
-    free = [n for n, wide in enumerate(fixed) if wide is None]
-    widened = _widened(dwords - least, [sizes[n] for n in free])
-    if isinstance(widened, str):
-        most = least + sum(sizes[n] for n in free)
-        takes = f"{least}" if least == most else f"{least} to {most}"
-        if widened == _NONE:
-            return MessageProblem(f"{fmt.text!r} takes {takes} argument dword(s), the message has {dwords}")
+    if sum(wide is None for wide in fixed) > _MAX_FREE_CONVERSIONS:
+        return MessageProblem(_ambiguous(fmt, dwords), ambiguous=True)
+    lanes = [conversion.vector or 1 for conversion in conversions]
+    found: list[tuple[tuple[bool, ...], tuple[int, ...]]] = []
+    several, sizes = False, set()
+    for aligned in (False, True):
+        ways, placement, reached = _placements(fixed, lanes, dwords, start, aligned)
+        sizes |= reached
+        several |= ways > 1
+        if placement is not None and placement not in found:
+            found.append(placement)
+    if several or len(found) > 1:
+        return MessageProblem(_ambiguous(fmt, dwords), ambiguous=True)
+    if not found:
         return MessageProblem(
-            f"{fmt.text!r} with {dwords} argument dword(s) is ambiguous: its float conversions without "
-            "'l' can be floats and doubles in more than one way",
-            ambiguous=True,
+            f"{fmt.text!r} takes {_sizes(sizes)} argument dword(s), the message has {dwords}"
         )
-    wide = {free[position] for position in widened}
-    return tuple(
-        conversion.argument_type(n in wide if is_64bit is None else is_64bit)
-        for n, (conversion, is_64bit) in enumerate(zip(conversions, fixed, strict=True))
+    ((widths, offsets),) = found
+    layout = tuple(
+        conversion.argument_type(wide) for conversion, wide in zip(conversions, widths, strict=True)
     )
+    return Placement(layout, offsets)
+
+
+def _ambiguous(fmt: FormatString, dwords: int) -> str:
+    return (
+        f"{fmt.text!r} with {dwords} argument dword(s) is ambiguous: its float conversions without 'l' can "
+        "be floats and doubles in more than one way"
+    )
+
+
+def _sizes(sizes: set[int]) -> str:
+    """`3`, `3 or 4`, `3 to 8`: the argument dwords a string's arguments can take."""
+    ordered = sorted(sizes)
+    if len(ordered) == 1:
+        return f"{ordered[0]}"
+    return f"{ordered[0]}{' or ' if len(ordered) == 2 else ' to '}{ordered[-1]}"
+
+
+_State = tuple[int, bool]  # the dwords taken so far, and whether a 64-bit argument is among them
+
+
+def _placements(
+    fixed: list[bool | None], lanes: list[int], dwords: int, start: int, aligned: bool
+) -> tuple[int, tuple[tuple[bool, ...], tuple[int, ...]] | None, set[int]]:
+    """In how many ways (0, 1, or 2 for several) the arguments fill `dwords`: packed (SPEC 4) or, when
+    `aligned`, as the proposal's struct of scalar layout (a 64-bit argument at an 8-byte boundary of
+    the message, whose size is then a multiple of 8); each argument's width and offset when in one
+    way; and every size the arguments can take. Counted over the states the arguments leave, keeping
+    the choice that made each (a float without `l` is 32 or 64 bits)."""
+    states: dict[_State, int] = {(0, False): 1}
+    steps: list[dict[_State, tuple[_State, bool, int]]] = []
+    for choices, count in zip(fixed, lanes, strict=True):
+        following: dict[_State, int] = {}
+        step: dict[_State, tuple[_State, bool, int]] = {}
+        for state, ways in states.items():
+            taken, any_wide = state
+            for wide in (False, True) if choices is None else (choices,):
+                at = taken + (start + taken) % 2 if aligned and wide else taken
+                after = (at + count * (2 if wide else 1), any_wide or wide)
+                following[after] = min(2, following.get(after, 0) + ways)
+                step.setdefault(after, (state, wide, at))
+        states = following
+        steps.append(step)
+    ends: dict[int, list[_State]] = {}
+    for taken, any_wide in states:
+        end = taken + (start + taken) % 2 if aligned and any_wide else taken
+        ends.setdefault(end, []).append((taken, any_wide))
+    finals = ends.get(dwords, [])
+    ways = min(2, sum(states[state] for state in finals))
+    if ways != 1:
+        return ways, None, set(ends)
+    (state,) = finals
+    widths, offsets = [], []
+    for step in reversed(steps):
+        state, wide, at = step[state]
+        widths.append(wide)
+        offsets.append(at)
+    return 1, (tuple(reversed(widths)), tuple(reversed(offsets))), set(ends)
 
 
 def static_problem(entry: AbortMessageEntry) -> MessageProblem | None:
@@ -152,8 +232,8 @@ def static_problem(entry: AbortMessageEntry) -> MessageProblem | None:
         fmt = parse_format(string)
     except DprintfError as failure:
         return MessageProblem(str(failure))
-    layout = argument_layout(fmt, entry.data_count - len(head) // 4)
-    return layout if isinstance(layout, MessageProblem) else None
+    placement = argument_layout(fmt, entry.data_count - len(head) // 4, len(head) // 4)
+    return placement if isinstance(placement, MessageProblem) else None
 
 
 def _fixed_width(conversion: Conversion) -> bool | None:
@@ -161,33 +241,6 @@ def _fixed_width(conversion: Conversion) -> bool | None:
     if conversion.conversion in FLOAT_CONVERSIONS:
         return True if conversion.length == "l" else None
     return conversion.value_bits == 64
-
-
-def _widened(extra: int, sizes: list[int]) -> list[int] | str:
-    """The positions of `sizes` whose sizes add up to `extra` when exactly one set of them does; else
-    `_NONE` or `_SEVERAL`. Ways are counted up to two with bit sets, one bit per sum."""
-    if extra < 0 or extra > sum(sizes):
-        return _NONE
-    if extra in (0, sum(sizes)):
-        return list(range(len(sizes))) if extra else []
-    if len(sizes) > _MAX_FREE_CONVERSIONS:
-        return _SEVERAL
-    mask = (1 << (extra + 1)) - 1
-    once, twice = [1], [0]  # after k positions: the sums made at least once, at least twice
-    for size in sizes:
-        one, two = once[-1], twice[-1]
-        once.append((one | one << size) & mask)
-        twice.append((two | two << size | one & one << size) & mask)
-    if not once[-1] >> extra & 1:
-        return _NONE
-    if twice[-1] >> extra & 1:
-        return _SEVERAL
-    chosen, left = [], extra
-    for position in range(len(sizes) - 1, -1, -1):
-        if not once[position] >> left & 1:  # the one way takes this position
-            chosen.append(position)
-            left -= sizes[position]
-    return chosen[::-1]
 
 
 @dataclass(frozen=True, slots=True)

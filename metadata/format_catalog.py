@@ -38,13 +38,15 @@ def _fit(size: int, dwords: int, described: str, noun: str) -> tuple[bool, str |
 
 @dataclass(frozen=True, slots=True)
 class DecodableFormat:
-    """A table entry whose string parses and matches its layout, numbered for index arrays."""
+    """A table entry whose string parses and matches its layout, numbered for index arrays: `layout` the
+    arguments its conversions print, `unprinted` those past them that its entries carry too."""
 
     number: int
     entry: FormatEntry
     format: FormatString
     layout: Layout
     dwords: int
+    unprinted: Layout = ()
 
     @property
     def header(self) -> int:
@@ -52,8 +54,9 @@ class DecodableFormat:
 
     @property
     def payload_layout(self) -> Layout:
-        """The payload's layout: the invocation ID first for an entry with a site, then the arguments."""
-        return payload_layout(self.layout, self.entry.site)
+        """The payload's layout: the invocation ID first for an entry with a site, then the arguments,
+        the unprinted ones last."""
+        return payload_layout(self.layout + self.unprinted, self.entry.site)
 
     def describe(self) -> str:
         return f"{self.entry.string!r} (ID {self.entry.index:#014x})"
@@ -125,13 +128,14 @@ class FormatCatalog:
             return self._message(entry)
         try:
             fmt, layout = entry.format, entry.layout
-            fmt.check(layout)
+            printed, unprinted = layout[: len(fmt.conversions)], layout[len(fmt.conversions) :]
+            fmt.check(printed)
         except DprintfError as failure:
             return f"the table's entry for ID {index:#014x} cannot be decoded: {failure}"
         dwords = entry_dwords(payload_layout(layout, entry.site))
         if dwords > MAX_ENTRY_DWORDS:
             return f"the table's entry for ID {index:#014x} needs {dwords} dwords, more than an entry holds"
-        found = DecodableFormat(len(self.formats), entry, fmt, layout, dwords)
+        found = DecodableFormat(len(self.formats), entry, fmt, printed, dwords, unprinted)
         self.formats.append(found)
         return found
 

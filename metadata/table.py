@@ -10,7 +10,9 @@ Tables from other writers (LLPC, SPEC section 9) may carry keys this project doe
 (`.user_data_offset`) or in an entry, and entries it cannot use. Reading keeps all of it: other keys go
 back out when the table is encoded, and an entry that cannot be used is kept as it was (`unusable`)
 with a warning naming it (`warnings`), never a reason to reject the table. Only a table whose shape is
-wrong (not a map, another version, no `.strings` array) is an error.
+wrong (not a map, another version, no `.strings` array) is an error. A `.string` ending in one NUL (LLPC
+writes the NUL-terminated array that reached it) is read without it, as XGL reads it; a NUL before the
+end makes the entry unusable.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import functools
 import reprlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
@@ -59,7 +61,11 @@ class FormatEntry:
     """One row of the table: ID, format string, argument count, 64-bit mask words, the format dialect
     (`.dialect`, absent for C's: SPEC 9), the constant strings its `%s` arguments index
     (`.argument_strings`, absent when it has none), and the call site of an entry of one call's
-    own (`.site`; its payload then starts with the invocation ID)."""
+    own (`.site`; its payload then starts with the invocation ID).
+
+    `nul_terminated`: the table's `.string` ended in one NUL, as LLPC writes a string that reached it
+    as a NUL-terminated array; `string` is without it, as XGL formats it, and the NUL is written
+    back. It is not part of what makes two entries the same."""
 
     index: int
     string: str
@@ -69,6 +75,7 @@ class FormatEntry:
     dialect: str = C_DIALECT
     argument_strings: tuple[str, ...] = ()
     site: CallSite | None = None
+    nul_terminated: bool = field(default=False, compare=False)
 
     @classmethod
     def for_call(
@@ -81,7 +88,10 @@ class FormatEntry:
     ) -> FormatEntry:
         """The entry a printf or abort call with this string and argument layout records; its `%s`
         arguments index `argument_strings`, and a `site` makes it the entry of that call
-        alone, its payload led by the invocation ID: both are part of its ID."""
+        alone, its payload led by the invocation ID: both are part of its ID. Arguments past the
+        conversions, which the call writes as LLPC writes them, count one a component, so that a reader
+        knows their dwords from `.64bit_arguments` alone (`layout`)."""
+        layout = _scalar_past_conversions(string, dialect, layout)
         strings = tuple(argument_strings)
         extras = {
             **({"strings": list(strings)} if strings else {}),
@@ -103,20 +113,35 @@ class FormatEntry:
 
     @property
     def layout(self) -> Layout:
-        """The argument layout, from the conversions and the 64-bit mask; raises FormatStringError."""
+        """The argument layout, from the conversions and the 64-bit mask: the conversions' arguments,
+        then each one past them (`.argument_count` above the conversions: LLPC writes an argument its
+        string does not convert) as a scalar of the width its bit says, written but not printed.
+        Raises FormatStringError when the count is below the conversions."""
         layout = self.format.layout_for(list(self.sixty_four_bit))
-        if len(layout) != self.argument_count:
+        if len(layout) > self.argument_count:
             raise FormatStringError(
                 f"entry {self.index:#x}: {self.string!r} has {len(layout)} conversion(s) "
                 f"but .argument_count is {self.argument_count}"
             )
-        return layout
+        return layout + tuple(
+            ArgType(INTEGER, 64 if self.sixty_four_bit[n // 64] >> (n % 64) & 1 else 32)
+            for n in range(len(layout), self.argument_count)
+        )
+
+    @property
+    def unprinted(self) -> int:
+        """How many arguments past its conversions the entry counts (0 when its string does not parse)."""
+        try:
+            conversions = len(self.format.conversions)
+        except FormatStringError:
+            return 0
+        return max(0, self.argument_count - conversions)
 
     def to_map(self) -> dict[str, Any]:
         other = msgpack.unpackb(self.other_keys, raw=False, strict_map_key=False) if self.other_keys else {}
         return {
             INDEX_KEY: self.index,
-            STRING_KEY: self.string,
+            STRING_KEY: self.string + ("\0" if self.nul_terminated else ""),
             COUNT_KEY: self.argument_count,
             MASK_KEY: list(self.sixty_four_bit),
             **({DIALECT_KEY: self.dialect} if self.dialect != C_DIALECT else {}),
@@ -124,6 +149,20 @@ class FormatEntry:
             **({SITE_KEY: self.site.to_map()} if self.site is not None else {}),
             **other,
         }
+
+
+def _scalar_past_conversions(string: str, dialect: str, layout: Layout) -> Layout:
+    """`layout` with each vector past the conversions of `string` made its components (as it is
+    written: a vector is its components in order); `layout` itself when `string` does not parse."""
+    try:
+        converted = len(parse_format(string, dialect).conversions)
+    except FormatStringError:
+        return layout
+    past = layout[converted:]
+    if not any(arg.vector for arg in past):
+        return layout
+    scalars = tuple(ArgType(arg.kind, arg.bits) for arg in past for _ in range(arg.components))
+    return layout[:converted] + scalars
 
 
 @functools.lru_cache(maxsize=4096)
@@ -233,6 +272,8 @@ class FormatTable:
                     else _entry_from_map(row, where)
                 )
                 result.add(entry)
+                if isinstance(entry, FormatEntry) and entry.unprinted:
+                    result.warnings.append(_unprinted_warning(entry, where))
             except TableError as error:
                 result.warnings.append(f"{error}: kept as it is, not used")
                 result.keep(row)
@@ -240,6 +281,14 @@ class FormatTable:
                 result.warnings.append(f"{where}: {error}: the first is used, this one kept as it is")
                 result.keep(row)
         return result
+
+
+def _unprinted_warning(entry: FormatEntry, where: str) -> str:
+    conversions = entry.argument_count - entry.unprinted
+    return (
+        f"{where}: {entry.string!r} has {conversions} conversion(s) and {COUNT_KEY} {entry.argument_count}: "
+        f"the {entry.unprinted} argument(s) past them are not printed, as XGL prints them"
+    )
 
 
 def collision_message(first: TableEntry, second: TableEntry) -> str:
@@ -277,7 +326,12 @@ def _entry_from_map(row: Any, where: str) -> FormatEntry:
         type(index) is int and 0 <= index <= ID_MASK, f"{where}{INDEX_KEY} is not a 48-bit unsigned integer"
     )
     _require(isinstance(string, str), f"{where}{STRING_KEY} is not a string")
-    _require("\0" not in string, f"{where}{STRING_KEY} contains a NUL character")
+    terminated = string.endswith("\0")
+    string = string.removesuffix("\0")
+    _require(
+        "\0" not in string,
+        f"{where}{STRING_KEY} contains a NUL character before its end (one NUL ending it is taken off)",
+    )
     _require(
         type(count) is int and 0 <= count <= _MAX_ARGUMENTS,
         f"{where}{COUNT_KEY} is not an argument count (0 to {_MAX_ARGUMENTS})",
@@ -304,7 +358,9 @@ def _entry_from_map(row: Any, where: str) -> FormatEntry:
     site = CallSite.from_map(row[SITE_KEY], f"{where}{SITE_KEY}") if SITE_KEY in row else None
     other = {key: value for key, value in row.items() if key not in (*_ENTRY_KEYS, *_OPTIONAL_KEYS)}
     packed = msgpack.packb(other, use_bin_type=True) if other else b""
-    return FormatEntry(index, string, count, tuple(mask), packed, dialect, tuple(strings), site)
+    return FormatEntry(
+        index, string, count, tuple(mask), packed, dialect, tuple(strings), site, nul_terminated=terminated
+    )
 
 
 def _require(condition: bool, message: str) -> None:

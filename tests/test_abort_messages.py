@@ -20,37 +20,48 @@ from metadata.errors import TableError
 from metadata.formats import parse_format
 from metadata.layout import layout_token
 
-# (format, argument dwords) -> the layout, "none" (no widths fill them) or "ambiguous" (several do).
+# (format, argument dwords, the string's dwords) -> the layout and the arguments' offsets, "none" (no
+# widths fill them) or "ambiguous" (several do). The arguments are packed (SPEC 4), or laid out as the
+# proposal's struct of scalar layout: a 64-bit value at an 8-byte boundary of the message, whose size is a
+# multiple of 8 then; where the two place the arguments differently, the message is ambiguous too.
 LAYOUTS = {
-    ("%d %lld", 3): "i32,i64",
-    ("%c %hhx %hu", 3): "i32,i32,i32",
-    ("%f", 1): "f32",
-    ("%f", 2): "f64",
-    ("%lf", 2): "f64",
-    ("%lf", 1): "none",
-    ("%f %e", 2): "f32,f32",
-    ("%f %e", 3): "ambiguous",
-    ("%f %e", 4): "f64,f64",
-    ("%v3f %g", 4): "v3f32,f32",
-    ("%v3f %g", 5): "v3f32,f64",
-    ("%v3f %g", 7): "v3f64,f32",
-    ("%v3f %g", 8): "v3f64,f64",
-    ("%v2f %f %f", 5): "ambiguous",
-    ("%v2f %f %f", 6): "ambiguous",
-    ("%u", 2): "none",
-    ("no conversions", 0): "",
-    ("no conversions", 1): "none",
+    ("%d %lld", 3, 0): ("i32,i64", (0, 1)),
+    ("%d %lld", 3, 1): ("i32,i64", (0, 1)),
+    ("%d %lld", 4, 0): ("i32,i64", (0, 2)),
+    ("%c %hhx %hu", 3, 0): ("i32,i32,i32", (0, 1, 2)),
+    ("%f", 1, 0): ("f32", (0,)),
+    ("%f", 2, 0): ("f64", (0,)),
+    ("%f", 2, 1): ("f64", (0,)),
+    ("%f %lld", 4, 0): "ambiguous",  # a double, or a float and the padding before the aligned integer
+    ("%f", 3, 1): ("f64", (1,)),
+    ("%lf", 2, 0): ("f64", (0,)),
+    ("%lf", 1, 0): "none",
+    ("%lf %d", 3, 0): ("f64,i32", (0, 2)),
+    ("%lf %d", 4, 0): ("f64,i32", (0, 2)),  # LLPC's example: 'test: %lf %d\n', padded to 8 bytes
+    ("%f %e", 2, 0): ("f32,f32", (0, 1)),
+    ("%f %e", 3, 0): "ambiguous",
+    ("%f %e", 4, 0): "ambiguous",  # two doubles, or a float and a double aligned after it
+    ("%v3f %g", 4, 0): ("v3f32,f32", (0, 3)),
+    ("%v3f %g", 5, 0): ("v3f32,f64", (0, 3)),
+    ("%v3f %g", 7, 0): ("v3f64,f32", (0, 6)),
+    ("%v3f %g", 8, 0): "ambiguous",
+    ("%v2f %f %f", 5, 0): "ambiguous",
+    ("%v2f %f %f", 6, 0): "ambiguous",
+    ("%u", 2, 0): "none",
+    ("no conversions", 0, 0): ("", ()),
+    ("no conversions", 1, 0): "none",
 }
 
 
-@pytest.mark.parametrize(("fmt", "dwords"), sorted(LAYOUTS))
-def test_argument_widths_come_from_the_conversions_and_the_count(fmt, dwords):
-    layout = argument_layout(parse_format(fmt), dwords)
-    expected = LAYOUTS[fmt, dwords]
+@pytest.mark.parametrize(("fmt", "dwords", "start"), sorted(LAYOUTS))
+def test_argument_widths_and_offsets_come_from_the_conversions_and_the_count(fmt, dwords, start):
+    placement = argument_layout(parse_format(fmt), dwords, start)
+    expected = LAYOUTS[fmt, dwords, start]
     if expected in ("none", "ambiguous"):
-        assert isinstance(layout, MessageProblem) and layout.ambiguous == (expected == "ambiguous")
+        assert isinstance(placement, MessageProblem) and placement.ambiguous == (expected == "ambiguous")
     else:
-        assert not isinstance(layout, MessageProblem) and layout_token(layout) == expected
+        assert not isinstance(placement, MessageProblem)
+        assert (layout_token(placement.layout), placement.offsets) == expected
 
 
 def test_the_payload_is_rebuilt_with_the_constants_in_place():
@@ -75,7 +86,7 @@ def test_ids_tell_constants_from_written_dwords():
 
 def test_a_message_is_formatted_as_c_prints_it():
     formatted = format_message(
-        khr_payload("%d|%5.2f|%llx|%v2u", struct.pack("<idQII", -3, 2.5, 1 << 40, 1, 2))
+        khr_payload("%d|%5.2lf|%llx|%v2u", struct.pack("<idQII", -3, 2.5, 1 << 40, 1, 2))
     )
     assert not isinstance(formatted, str)
     assert formatted.text == "-3| 2.50|10000000000|1, 2" and formatted.values == (
@@ -85,6 +96,20 @@ def test_a_message_is_formatted_as_c_prints_it():
         (1, 2),
     )
     assert format_message(b"no NUL here") == "abort payload of 11 byte(s) has no NUL-terminated format string"
+
+
+def test_llpcs_example_is_read_with_the_padding_of_scalar_layout():
+    """LLPC's docs/DdnDebugPrintf.md: 'test: %lf %d\\n', its message data a struct of scalar layout (the
+    double at byte 16, the int at 24, 4 bytes of padding to the struct's 8-byte alignment)."""
+    message = khr_payload("test: %lf %d\n", struct.pack("<diI", 0.5, -4, 0))
+    formatted = format_message(message)
+    assert not isinstance(formatted, str) and formatted.text == "test: 0.500000 -4\n"
+    padded = khr_payload("%d %lld", struct.pack("<iIq", 7, 0, -1))  # the string in 1 dword: pad after 7
+    formatted = format_message(padded)
+    assert not isinstance(formatted, str) and (formatted.text, formatted.values) == (
+        "7 -1",
+        (7, (1 << 64) - 1),
+    )
 
 
 def test_static_problems():

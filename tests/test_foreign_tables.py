@@ -17,6 +17,7 @@ from metadata.decoding.buffer_builder import build_buffer, build_printf_buffer, 
 from metadata.elf_notes import note_only_elf, read_table
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
+from metadata.wire import ENTRY_HEADER, entry_header
 
 LINE = FormatEntry.for_call("Test: %u\n", parse_layout("i32"))
 OTHER = FormatEntry.for_call("other %d\n", parse_layout("i32"))
@@ -29,6 +30,8 @@ ABORT_ROW = {
 }
 MALFORMED_ROW = {".index": 0x303A, ".is_abort_message": 1, ".data_count": 1, ".constant_status": [1]}
 UNUSABLE = "amdpal.format_strings.strings[2] has no .constants: kept as it is, not used"
+# LLPC writes a string that reached it as a NUL-terminated array with its NUL; XGL takes one off.
+NUL_ENDED = {".index": 0x4242, ".string": "Test: %u\0", ".argument_count": 1, ".64bit_arguments": [0]}
 
 
 def llpc_document(user_data_offset: int = 0) -> dict:
@@ -137,3 +140,75 @@ def test_a_foreign_table_encodes_back_to_what_was_read():
 
 def _by_index(rows: list) -> list:
     return sorted(rows, key=lambda row: row[".index"])
+
+
+def test_a_string_ending_in_one_nul_is_read_inspected_linked_and_decoded(tmp_path):
+    """One NUL ending `.string` is taken off as XGL takes it off, and written back as it was read."""
+    llpc, other, linked, dump = (tmp_path / name for name in ("llpc.elf", "other.elf", "linked.elf", "dump"))
+    llpc.write_bytes(
+        note_only_elf(msgpack.packb({"amdpal.format_strings": {".version": 1, ".strings": [NUL_ENDED]}}))
+    )
+    other.write_bytes(note_only_elf(FormatTable([OTHER]).encode()))
+    (entry,) = read_table(llpc.read_bytes())
+    assert (entry.string, entry.to_map()) == ("Test: %u", NUL_ENDED)
+    inspect = dprintf("inspect", str(llpc))
+    assert (inspect.returncode, inspect.stderr) == (0, "")
+    assert '      .string: "Test: %u\\x00"\n' in inspect.stdout
+    dump.write_bytes(build_printf_buffer([(entry, [42]), (OTHER, [-1])]))
+    decoded = dprintf("decode", str(dump), "--elf", str(llpc), "--elf", str(other))
+    assert (decoded.returncode, decoded.stdout, decoded.stderr) == (0, "Test: 42other -1\n", "")
+    done = dprintf("link", str(llpc), str(other), "-o", str(linked))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert NUL_ENDED in read_table(linked.read_bytes()).to_map()[".strings"]
+
+
+def test_a_nul_inside_the_string_stays_an_unusable_entry(tmp_path):
+    elf = tmp_path / "llpc.elf"
+    row = {**NUL_ENDED, ".string": "Test:\0 %u\0"}
+    elf.write_bytes(
+        note_only_elf(msgpack.packb({"amdpal.format_strings": {".version": 1, ".strings": [row]}}))
+    )
+    done = dprintf("inspect", str(elf))
+    assert done.stderr == (
+        f"warning: {elf}: amdpal.format_strings.strings[0].string contains a NUL character before its end "
+        "(one NUL ending it is taken off): kept as it is, not used\n"
+    )
+
+
+# LLPC's CsLowerDebugPrintf.lgc: 'Output:%d\n' passed an i32 and an i64; LLPC counts and writes both.
+EXTRA_ROW = {".index": 0x5151, ".string": "Output:%d\n", ".argument_count": 2, ".64bit_arguments": [2]}
+EXTRA_WARNING = (
+    "amdpal.format_strings.strings[0]: 'Output:%d\\n' has 1 conversion(s) and .argument_count 2: "
+    "the 1 argument(s) past them are not printed, as XGL prints them"
+)
+
+
+def test_arguments_past_the_conversions_are_decoded_as_xgl_does_with_one_warning(tmp_path):
+    elf, dump = tmp_path / "llpc.elf", tmp_path / "dump"
+    table = {".version": 1, ".strings": [EXTRA_ROW, {**NUL_ENDED, ".string": "Test: %u"}]}
+    elf.write_bytes(note_only_elf(msgpack.packb({"amdpal.format_strings": table})))
+    read = read_table(elf.read_bytes())
+    extra, line = read[EXTRA_ROW[".index"]], read[NUL_ENDED[".index"]]
+    assert [str(arg) for arg in extra.layout] == ["i32", "i64"] and extra.unprinted == 1
+    calls = [(extra, [7, 1 << 40]), (line, [1]), (extra, [8, -1]), (extra, [9, 0])]
+    dump.write_bytes(build_printf_buffer(calls))
+    assert len(dump.read_bytes()) == 16 + 4 * (5 + 3 + 5 + 5)  # LLPC's 5 dwords an entry
+    done = dprintf("decode", str(dump), "--elf", str(elf))
+    assert (done.returncode, done.stdout) == (0, "Output:7\nTest: 1Output:8\nOutput:9\n")
+    assert done.stderr == f"warning: {elf}: {EXTRA_WARNING}\n"
+    document = json.loads(dprintf("decode", str(dump), "--elf", str(elf), "--json").stdout)
+    assert [entry["values"] for entry in document["printf"]["entries"]] == [[7], [1], [8], [9]]
+    assert dprintf("inspect", str(elf)).stderr == f"warning: {elf}: {EXTRA_WARNING}\n"
+
+
+def test_fewer_arguments_than_conversions_stay_undecodable(tmp_path):
+    elf, dump = tmp_path / "llpc.elf", tmp_path / "dump"
+    row = {**EXTRA_ROW, ".string": "Output:%d %d %d\n"}
+    elf.write_bytes(
+        note_only_elf(msgpack.packb({"amdpal.format_strings": {".version": 1, ".strings": [row]}}))
+    )
+    (entry,) = read_table(elf.read_bytes())
+    dump.write_bytes(build_buffer([ENTRY_HEADER.pack(entry_header(entry.index, 5)) + bytes(12)]))
+    done = dprintf("decode", str(dump), "--elf", str(elf))
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "has 3 conversion(s) but .argument_count is 2: skipped its 5 dword(s)" in done.stderr

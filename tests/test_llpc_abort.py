@@ -256,7 +256,8 @@ ERRORS = {
     ),
     "too few dwords": (
         module(message_call("%d %lld", ["i32 %id", "i32 %id"])),
-        "'%d %lld' takes 3 argument dword(s), the message has 2",
+        # 3 packed, 4 with the padding of scalar layout
+        "'%d %lld' takes 3 or 4 argument dword(s), the message has 2",
     ),
     "a bad format": (
         module(message_call("%n", ["i32 %id"])),
@@ -337,3 +338,18 @@ def test_the_sample_runs_as_its_comment_says():
         for n in range(3)
     ) + ("invocation 3: checking -20...")
     assert done.stderr == "error: device lost: shader abort: invocation 3: -20 is out of range (limit 0)\n"
+
+
+def test_llpcs_own_example_is_read_with_its_padding(tmp_path):
+    """LLPC's docs/DdnDebugPrintf.md: 'test: %lf %d\\n' with a double and an int, its message data a
+    struct of scalar layout: 4 argument dwords, the last the padding to the struct's 8-byte alignment.
+    Refused before ('takes 3 argument dword(s), the message has 4')."""
+    double = struct.unpack("<2I", struct.pack("<d", 1.5))
+    dwords = [f"i32 {double[0]}", f"i32 {double[1]}", "i32 %id", "i32 0"]
+    source = tmp_path / "abort.ll"
+    source.write_text(module(message_call("test: %lf %d\n", dwords)))
+    done = dprintf("run", str(source), "--invocations", "6", "--json")
+    (message,) = json.loads(done.stdout)["abort"]["messages"]
+    assert done.returncode == 3 and message["text"] == f"test: 1.500000 {ABORTING}\n"
+    arguments = struct.pack("<dII", 1.5, ABORTING, 0)
+    assert bytes.fromhex(message["payload"]) == payload("test: %lf %d\n", arguments)

@@ -4,7 +4,8 @@
 `dllexport spir_func` compute entry of LGC's, a printf with its buffer operand and one argument more
 than its format string converts). Both lower and compile unmodified: the buffer of a function that takes
 no user data comes from the runtime's `@lgc.debug.printf.buffer`, a buffer resource in the constant
-address space, and the table keeps the node's `.user_data_offset`."""
+address space, and the table keeps the node's `.user_data_offset`. The modules are the corpus's
+(`driver_corpus`), which checks the tables of every version against LLPC's checks."""
 
 from __future__ import annotations
 
@@ -12,66 +13,13 @@ import re
 
 import pytest
 from dprintf_cli import dprintf
+from driver_corpus import BASIC, CS, NODES
 
 from lowering.codegen.emit import compile_assembly
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from metadata.elf_notes import read_table
-
-# basic.lgc's shape: its string has no NUL; the node is in a table at user data dword 0 (or a root
-# descriptor at dwords 2..5), LLPC's internal set -16, binding 6.
-BASIC = (
-    '@str = private unnamed_addr constant [8 x i8] c"Test: %u", align 1\n\n'
-    "define spir_func void @simple() !lgc.shaderstage !0 {\n"
-    "  call void (...) @lgc.debug.printf(ptr nonnull @str, i32 42)\n"
-    "  ret void\n}\n\n"
-    "declare void @lgc.debug.printf(...)\n\n"
-    "!0 = !{i32 7}\n"
-)
-NODES = {
-    "table": (
-        "!lgc.user.data.nodes = !{!4, !5}\n"
-        '!4 = !{!"DescriptorTableVaPtr", i32 7, i32 0, i32 0, i32 1, i32 1}\n'
-        '!5 = !{!"DescriptorBuffer", i32 6, i32 0, i32 0, i32 4, i32 -16, i32 6, i32 4}\n',
-        0,
-    ),
-    "root": (
-        "!lgc.user.data.nodes = !{!4}\n"
-        '!4 = !{!"DescriptorMutable", i32 6, i32 0, i32 2, i32 4, i32 -16, i32 6, i32 4}\n',
-        2,
-    ),
-}
-# CsLowerDebugPrintf.lgc's shape: LGC's built-in calls, the buffer from a descriptor, an extra i64.
-CS = """target triple = "amdgcn--amdpal"
-
-@str.1 = internal addrspace(4) constant [10 x i8] c"Output:%d\\0A"
-
-define dllexport spir_func void @lgc.shader.CS.main() local_unnamed_addr #0 !lgc.shaderstage !8 {
-.entry:
-  %0 = call <3 x i32> @lgc.shader.input.LocalInvocationId(i32 47) #1
-  %1 = extractelement <3 x i32> %0, i64 0
-  %2 = call ptr addrspace(4) @lgc.descriptor.table.addr(i32 6, i32 6, i32 -1, i32 6, i32 -1) #1
-  %3 = load <4 x i32>, ptr addrspace(4) %2, align 16
-  %4 = call ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32> %3)
-  %5 = bitcast <2 x i32> zeroinitializer to i64
-  call void (...) @lgc.debug.printf(ptr addrspace(7) %4, ptr addrspace(4) @str.1, i32 %1, i64 %5)
-  ret void
-}
-
-declare void @lgc.debug.printf(...) #0
-declare <3 x i32> @lgc.shader.input.LocalInvocationId(i32) #1
-declare ptr addrspace(4) @lgc.descriptor.table.addr(i32, i32, i32, i32, i32) #1
-declare ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32>) #1
-
-attributes #0 = { nounwind }
-attributes #1 = { nounwind memory(none) }
-
-!lgc.user.data.nodes = !{!4, !5}
-!4 = !{!"DescriptorTableVaPtr", i32 7, i32 0, i32 1, i32 1}
-!5 = !{!"DescriptorBuffer", i32 6, i32 0, i32 4, i32 -1, i32 6, i32 4}
-!8 = !{i32 7}
-"""
 
 
 @pytest.mark.parametrize("layout", sorted(NODES))
@@ -127,10 +75,20 @@ def test_cs_lower_debug_printf_compiles_with_its_extra_argument_a_warning(tmp_pa
         f"warning: {source}:13: call 1 to @lgc.debug.printf in function @lgc.shader.CS.main: 1 argument(s) "
         "after the 1 conversion(s) of 'Output:%d\\n' are not printed\n"
     )
-    (entry,) = read_table(elf.read_bytes())
-    assert (entry.string, entry.argument_count, entry.layout) == ("Output:%d\n", 1, entry.layout[:1])
+    (entry,) = read_table(elf.read_bytes())  # as LLPC's checks: 5 dwords, 2 arguments, the second 64-bit
+    assert (entry.string, entry.argument_count, entry.sixty_four_bit) == ("Output:%d\n", 2, (2,))
     lowered = lower_sources([Source("cs.lgc", CS)], "amdpal").ir
-    assert "spir_func" not in lowered and "i64 %5" not in lowered.split("@lgc.shader.CS.main")[1]
+    assert "spir_func" not in lowered and "atomicrmw add ptr addrspace(7) %4, i64 5 monotonic" in lowered
+    assert "store i64 %5, ptr addrspace(7)" in lowered
+
+
+def test_arguments_past_the_conversions_are_written_a_component_an_argument_and_not_printed():
+    entry = "define void @main(ptr addrspace(7) %buf, i32 %id) {\n  call void @simple()\n  ret void\n}\n"
+    extra = BASIC.replace("i32 42)", "i32 42, <2 x double> <double 1.0, double 2.0>, i16 -1)")
+    sources = [Source("basic.lgc", extra + entry + NODES["table"][0])]
+    assert run_sources(sources, invocations=2).text() == "Test: 42" * 2
+    (row,) = [entry.to_map() for entry in lower_sources(sources).table]
+    assert (row[".argument_count"], row[".64bit_arguments"]) == (4, [0b0110])
 
 
 def test_too_few_arguments_stay_an_error():

@@ -186,7 +186,7 @@ def test_gfx1100_takes_a_root_descriptor_straight_from_the_user_data_sgprs():
 MALFORMED = {
     "not a tuple": (
         "!{}",
-        "lgc.user.data.nodes node 2 is not a tuple of a type name and at least 4 integers",
+        "lgc.user.data.nodes node 2 is not a tuple of a type name and at least 3 integers",
     ),
     "an operand": (
         '!{!"DescriptorBuffer", i32 6, i32 0, !"x", i32 4, i32 -16, i32 6, i32 4}',
@@ -194,8 +194,15 @@ MALFORMED = {
     ),
     "too few operands": (
         '!{!"DescriptorBuffer", i32 6, i32 0, i32 0, i32 4, i32 -16}',
-        "lgc.user.data.nodes node 2 (DescriptorBuffer) has 6 operand(s), not the 8 of a descriptor node "
-        "(type, matchType, visibility, offset, size, set, binding, stride)",
+        "lgc.user.data.nodes node 2 (DescriptorBuffer) has 6 operand(s), not the 8 of LGC's form (type, "
+        "matchType, visibility, offset, size, set, binding, stride) nor the 7 of LGC's earlier form, without "
+        "visibility (type, matchType, offset, size, set, binding, stride)",
+    ),
+    "a short table of the earlier form": (
+        '!{!"DescriptorTableVaPtr", i32 7, i32 1, i32 1}',
+        "lgc.user.data.nodes node 2 (DescriptorTableVaPtr) has 4 operand(s), not the 6 of LGC's form (type, "
+        "matchType, visibility, offset, size, count) nor the 5 of LGC's earlier form, without visibility "
+        "(type, matchType, offset, size, count)",
     ),
     "a short table": (
         '!{!"DescriptorTableVaPtr", i32 7, i32 0, i32 1, i32 1, i32 3}',
@@ -228,6 +235,35 @@ def test_a_malformed_node_is_an_error_naming_it(case, tmp_path):
     source.write_text(MODULE + nodes(node))
     done = dprintf("lower", str(source), "--target", "amdpal", "-o", str(output))
     assert (done.returncode, done.stderr) == (1, f"error: {source}: {message}\n") and not output.exists()
+
+
+# LLPC's earlier forms: the internal set -1 until December 2024 (with either node form), and node
+# tuples without visibility (CsLowerDebugPrintf.lgc's of 2023).
+EARLIER = {
+    "set -1": (TABLE[0], TABLE[1].replace("i32 -16", "i32 -1"), 1),
+    "no visibility": (
+        '!{!"DescriptorTableVaPtr", i32 7, i32 1, i32 1, i32 1}',
+        '!{!"DescriptorBuffer", i32 6, i32 4, i32 4, i32 -1, i32 6, i32 4}',
+        1,
+    ),
+    "no visibility, root": ('!{!"DescriptorBuffer", i32 6, i32 2, i32 4, i32 -16, i32 6, i32 4}', None, 2),
+}
+
+
+@pytest.mark.parametrize("form", sorted(EARLIER))
+def test_llpcs_earlier_forms_are_read_as_llpc_read_them(form):
+    """LLPC's checks of those versions expect the call lowered and the table written."""
+    *node, offset = EARLIER[form]
+    lowered = lower_sources([Source("llpc.ll", MODULE + nodes(*node))], "amdpal")
+    assert lowered.warnings == () and lowered.table.other_keys == {".user_data_offset": offset}
+    assert sorted(entry.string for entry in lowered.table) == ["Test: %u\n", "classic %u\n", "four %d %llx\n"]
+    assert lowered.ir.count("addrspacecast ptr addrspace(8)") == 2
+
+
+def test_the_current_internal_set_is_found_before_the_earlier_one():
+    earlier = '!{!"DescriptorBuffer", i32 6, i32 0, i32 8, i32 4, i32 -1, i32 6, i32 4}'
+    lowered = lower_sources([Source("llpc.ll", MODULE + nodes(earlier, *ROOT))], "amdpal")
+    assert lowered.table.other_keys == {".user_data_offset": 2}
 
 
 def test_user_data_parameters_must_be_i32_inreg(tmp_path):

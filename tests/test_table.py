@@ -147,6 +147,7 @@ UNUSABLE_ROWS = {
     "index bool": (_mutated(_row(index=True)), r"\.index is not a 48-bit"),
     "string bytes": (_mutated(_row(string=b"x %d")), r"\.strings\[1\]\.string is not a string"),
     "string NUL": (_mutated(_row(string="a\0b %d %f")), r"\.string contains a NUL character"),
+    "string two NULs": (_mutated(_row(string="a %d %f\0\0")), r"\.string contains a NUL character before"),
     "count negative": (_mutated(_row(argument_count=-1)), r"\.argument_count is not an argument count"),
     "count huge": (_mutated(_row(argument_count=70000)), r"\.argument_count is not an argument count"),
     "count string": (_mutated(_row(argument_count="2")), r"\.argument_count is not an argument count"),

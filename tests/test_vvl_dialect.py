@@ -1,7 +1,7 @@
 """VVL's format habits (SPEC section 9), opt-in with `--format-dialect vvl`: `%lu`, `%lx` and `%ul` on
 64-bit integers, a short vector padded with zeros, extra arguments a warning; recorded in the table
-(`.dialect`), so that the decoder needs no flag. The expected lines are those VVL's
-`docs/debug_printf.md` gives for the same values."""
+(`.dialect`), so that the decoder needs no flag. VVL's documented examples and the calls of its tests are
+in the corpus (`driver_corpus`)."""
 
 from __future__ import annotations
 
@@ -19,31 +19,6 @@ from metadata.table import FormatEntry, FormatTable
 
 DPRINTF = [sys.executable, "-m", "lowering.cli"]
 BIG = 0x2000000000000001
-# (format string, IR arguments, VVL's documented output)
-VVL_DOCUMENTED = [
-    (
-        "Here's a float value to 2 decimals %1.2f",
-        "float 0x400921CAC0000000",
-        "Here's a float value to 2 decimals 3.14",
-    ),
-    (
-        "Here's a vector of floats %1.2v4f",
-        "<4 x float> <float 0x3FF3333340000000, float 0x40019999A0000000, float 0x40099999A0000000, "
-        "float 0x4010CCCCC0000000>",
-        "Here's a vector of floats 1.20, 2.20, 3.20, 4.20",
-    ),
-    (
-        "Unsigned long as decimal %lu and as hex 0x%lx",
-        f"i64 {BIG}, i64 {BIG}",
-        "Unsigned long as decimal 2305843009213693953 and as hex 0x2000000000000001",
-    ),
-    (
-        "Padded [%8u] and zero padded hex [%08x]",
-        "i32 42, i32 42",
-        "Padded [      42] and zero padded hex [0000002a]",
-    ),
-    ("as hex 0x%ul", f"i64 {BIG}", "as hex 0x2000000000000001"),
-]
 
 
 def escaped(text: str) -> str:
@@ -76,12 +51,6 @@ def module(calls: list[tuple[str, str]]) -> str:
             "",
         ]
     )
-
-
-def test_the_documented_examples_print_as_vvl_prints_them():
-    text = module([(fmt, arguments) for fmt, arguments, _ in VVL_DOCUMENTED])
-    result = run_sources([Source("vvl.ll", text)], dialect="vvl")
-    assert result.printf.text().splitlines() == [expected for _, _, expected in VVL_DOCUMENTED]
 
 
 def test_a_short_vector_is_padded_and_extra_arguments_are_not_printed_each_with_a_warning():
@@ -130,3 +99,48 @@ def test_decode_reads_the_dialect_from_the_elf_without_a_flag(tmp_path):
         [*DPRINTF, "decode", str(dump), "--elf", str(elf)], capture_output=True, text=True
     )
     assert decoded.stdout == "hex 2000000000000001 and 2305843009213693953\n"
+
+
+def test_narrow_integers_are_formatted_at_their_own_width_signed_for_signed_conversions():
+    """VVL's expected lines for int16_t and int8_t -123 (its docs: a narrow integer at its own width,
+    signed for signed conversions), whatever the operand's `signext` says; C's dialect promotes."""
+    calls = [
+        ("%x %d %u", "i16 signext -123, i16 signext -123, i16 signext -123"),
+        ("%v2d %v2x", "<2 x i16> <i16 -123, i16 -123>, <2 x i16> <i16 -123, i16 -123>"),
+        ("%x %d %v2d", "i8 signext -123, i8 signext -123, <2 x i8> <i8 -123, i8 -123>"),
+    ]
+    text = module(calls)
+    assert run_sources([Source("vvl.ll", text)], dialect="vvl").printf.text().splitlines() == [
+        "ff85 -123 65413",
+        "-123, -123 ff85, ff85",
+        "85 -123 -123, -123",
+    ]
+    assert run_sources([Source("c.ll", text)]).printf.text().splitlines() == [
+        "ffffff85 -123 4294967173",
+        "65413, 65413 ff85, ff85",
+        "ffffff85 -123 133, 133",
+    ]
+
+
+def test_what_vvl_warns_about_is_a_warning_here_and_an_error_in_c():
+    text = module([("%d and %v2f", "float 1.5, <4 x float> zeroinitializer")])
+    lowered = lower_sources([Source("vvl.ll", text)], dialect="vvl")
+    assert lowered.warnings == (
+        "vvl.ll:5: call 1 to @lgc.debug.printf in function @main: argument 1 is float for '%d', which takes "
+        "an integer: its bits are printed",
+        "vvl.ll:5: call 1 to @lgc.debug.printf in function @main: argument 2 is <4 x float> for '%v2f': its "
+        "first 2 components printed",
+    )
+    result = run_sources([Source("vvl.ll", text)], dialect="vvl")
+    assert result.printf.text() == "1069547520 and 0.000000, 0.000000\n"
+    with pytest.raises(Exception, match="argument 1 of '%d and %v2f\\\\n': '%d' takes an integer, not f32"):
+        lower_sources([Source("c.ll", text)])
+
+
+def test_an_empty_format_string_is_an_error_in_vvls_dialect_only():
+    text = module([("", "")]).replace('c"\\0A\\00"', 'c"\\00"').replace("[2 x i8]", "[1 x i8]")
+    with pytest.raises(
+        Exception, match="call 1 to @lgc.debug.printf in function @main: the format string is empty"
+    ):
+        lower_sources([Source("vvl.ll", text)], dialect="vvl")
+    assert run_sources([Source("c.ll", text)]).printf.text() == ""

@@ -89,7 +89,7 @@ class _PrintfAbort:
         string = self.formats.string(call, string_operand)
         if string is None:
             return
-        rest = self.formats.surplus_arguments(call, string, rest)
+        self.formats.warn_unprinted(call, string, rest)
         padding: list[Instruction] = []
         if context.options.dialect == VVL_DIALECT:
             rest, padding = self.formats.vvl_arguments(call, string, rest)

@@ -11,7 +11,8 @@ import llvmlite.ir as ir
 
 from metadata.call_sites import CallSite
 from metadata.errors import DprintfError
-from metadata.formats import VVL_DIALECT, conversion_specs, parse_format
+from metadata.formats import VVL_DIALECT, Conversion, conversion_specs, parse_format
+from metadata.layout import FLOAT, INTEGER
 from metadata.table import FormatEntry
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
@@ -48,7 +49,10 @@ class FormatStrings:
         """FormatStringError unless `string` matches the helper's layout."""
         key = (conversion_specs(string), helper)
         if key not in self._matching:
-            parse_format(string, self.context.options.dialect).check(helper.layout)
+            fmt = parse_format(string, self.context.options.dialect)
+            converted = len(fmt.conversions)
+            layout = helper.layout
+            fmt.check(layout[:converted] if len(layout) > converted else layout)  # see `warn_unprinted`
             self._matching.add(key)
 
     def header(
@@ -79,50 +83,49 @@ class FormatStrings:
             return str(failure)
         return signed64(entry_header(entry.index, dwords))
 
-    def surplus_arguments(self, call: Call, string: str, arguments: list[Operand]) -> list[Operand]:
-        """The arguments the conversions print: those past them are not printed, with a warning, as C
-        ignores them (C99 7.19.6.1) and VVL warns (SPEC 9); LLPC's `CsLowerDebugPrintf.lgc` passes
-        one. What does not parse is left for the entry's own check to report."""
+    def warn_unprinted(self, call: Call, string: str, arguments: list[Operand]) -> None:
+        """Warn about the arguments past the conversions: they are written, as LLPC writes them (its
+        `CsLowerDebugPrintf.lgc` passes one; the entry counts them, `FormatEntry.for_call`), and not
+        printed, as C ignores them (C99 7.19.6.1) and VVL warns (SPEC 9). What does not parse is left
+        for the entry's own check to report."""
         try:
             conversions = parse_format(string, self.context.options.dialect).conversions
         except DprintfError:
-            return arguments
-        if len(arguments) <= len(conversions):
-            return arguments
-        extra = len(arguments) - len(conversions)
-        self.context.warnings.append(
-            f"{self.context.where(call)}: {extra} argument(s) after the {len(conversions)} conversion(s) of "
-            f"{string!r} are not printed"
-        )
-        return arguments[: len(conversions)]
+            return
+        if len(arguments) > len(conversions):
+            extra = len(arguments) - len(conversions)
+            self.context.warnings.append(
+                f"{self.context.where(call)}: {extra} argument(s) after the {len(conversions)} conversion(s) "
+                f"of {string!r} are not printed"
+            )
 
     def vvl_arguments(
         self, call: Call, string: str, arguments: list[Operand]
     ) -> tuple[list[Operand], list[Instruction]]:
-        """VVL's habit (SPEC 9): a vector shorter than its `%vN` is padded with zero components (by the
-        instructions returned), with a warning, as VVL warns. What does not parse is left for the
-        entry's own check to report."""
+        """VVL's habits (SPEC 9): each argument made what its conversion reads, by the instructions
+        returned. A narrow integer is formatted at its own width, extended by the conversion's sign
+        (VVL's `docs/debug_printf.md`); what VVL formats after a warning is formatted so here, with a
+        warning (`_VvlArgument`). An empty format string is an error, as VVL refuses it. What does
+        not parse is left for the entry's own check to report."""
+        if not string:
+            self.context.problem(call, "the format string is empty, which VVL refuses")
+            return arguments, []
         try:
             conversions = parse_format(string, VVL_DIALECT).conversions
         except DprintfError:
             return arguments, []
         context = self.context
-        padded, instructions = [], []
+        adapted, instructions = [], []
         for position, (conversion, operand) in enumerate(zip(conversions, arguments, strict=False), start=1):
-            vector = parse_type(operand.type)
-            if conversion.vector and isinstance(vector, ir.VectorType) and vector.count < conversion.vector:
-                name = f"%{context.prefix}pad.{call.kind}.{call.ordinal}.{position}"
-                mask = ", ".join(f"i32 {min(lane, vector.count)}" for lane in range(conversion.vector))
-                sources = f"{operand.type} {operand.value}, {operand.type} zeroinitializer"
-                shuffle = f"shufflevector {sources}, <{conversion.vector} x i32> <{mask}>"
-                instructions.append(Instruction(f"{name} = {shuffle}"))
-                context.warnings.append(
-                    f"{context.where(call)}: argument {position} has {vector.count} component(s) for "
-                    f"'{conversion.text}': padded with zeros"
-                )
-                operand = Operand.parse(f"{ir.VectorType(vector.element, conversion.vector)} {name}")
-            padded.append(operand)
-        return padded + arguments[len(padded) :], instructions
+            name = f"%{context.prefix}vvl.{call.kind}.{call.ordinal}.{position}"
+            argument = _VvlArgument(conversion, operand, name)
+            argument.adapt()
+            context.warnings += [
+                f"{context.where(call)}: argument {position} {said}" for said in argument.said
+            ]
+            adapted.append(argument.operand)
+            instructions += argument.instructions
+        return adapted + arguments[len(adapted) :], instructions
 
     def _read(self, operand: Operand) -> tuple[str | None, str]:
         if not operand.type.startswith("ptr"):
@@ -138,6 +141,116 @@ class FormatStrings:
             if string is not None:
                 return string, ""
         return None, reason or f"the {noun} operand `{value}` is not a global constant"
+
+
+_FLOATS = {ir.HalfType(): "half", ir.FloatType(): "float", ir.DoubleType(): "double"}
+
+
+class _VvlArgument:
+    """One argument made what its conversion reads in VVL's dialect (SPEC 9), step by step: `operand`
+    the value after the `instructions` so far (named `name.N`), `said` the warnings, as VVL warns about
+    a call it formats anyway.
+
+    Its components: a vector shorter than the conversion's `%vN`, or a scalar, is padded with zeros; a
+    longer one (a vector for a scalar conversion too) is cut to the conversion's components. Then each
+    component: a float for an integer conversion is its bits (a `half` widened to `float` first, as VVL
+    writes it), an integer for a float conversion its bits too; an integer of 8 or 16 bits is extended
+    to 32 by the conversion's sign, VVL's own width (no warning); one narrower than a 64-bit conversion
+    is extended so, and an `i64` for a conversion of 32 bits keeps its low 32 bits."""
+
+    def __init__(self, conversion: Conversion, operand: Operand, name: str) -> None:
+        self.conversion = conversion
+        self.operand = operand
+        self.name = name
+        self.instructions: list[Instruction] = []
+        self.said: list[str] = []
+
+    @property
+    def value(self) -> str:
+        """The operand as an instruction takes it: its type and value, without its attributes."""
+        return f"{self.operand.type} {self.operand.value}"
+
+    def adapt(self) -> None:
+        parsed = parse_type(self.operand.type)
+        lanes = parsed.count if isinstance(parsed, ir.VectorType) else 0
+        element = parsed.element if isinstance(parsed, ir.VectorType) else parsed
+        if not isinstance(element, ir.IntType) and element not in _FLOATS:
+            return  # no value VVL formats: left for the entry's check
+        if self.conversion.kind in (INTEGER, FLOAT):
+            self._components(lanes, element)
+            (self._integer if self.conversion.kind == INTEGER else self._float)(element)
+
+    def _components(self, lanes: int, element: ir.Type) -> None:
+        wanted, text = self.conversion.vector, self.operand.type
+        if lanes == wanted:
+            return
+        if lanes > wanted:
+            if wanted:
+                mask = ", ".join(f"i32 {lane}" for lane in range(wanted))
+                self._emit(f"shufflevector {self.value}, {text} poison, <{wanted} x i32> <{mask}>", wanted)
+            else:
+                self._emit(f"extractelement {self.value}, i32 0", 0)
+            first = f"its first {wanted} components" if wanted else "its first component"
+            self.said.append(f"is {text} for '{self.conversion.text}': {first} printed")
+            return
+        vector = ir.VectorType(element, wanted)
+        if lanes:
+            mask = ", ".join(f"i32 {min(lane, lanes)}" for lane in range(wanted))
+            self._emit(
+                f"shufflevector {self.value}, {text} zeroinitializer, <{wanted} x i32> <{mask}>", wanted
+            )
+        else:
+            self._emit(f"insertelement {vector} zeroinitializer, {self.value}, i32 0", wanted)
+        self.said.append(f"has {lanes or 1} component(s) for '{self.conversion.text}': padded with zeros")
+
+    def _integer(self, element: ir.Type) -> None:
+        conversion, lanes = self.conversion, self.conversion.vector
+        if element in _FLOATS:
+            self.said.append(
+                f"is {_FLOATS[element]} for '{conversion.text}', which takes an integer: its bits are printed"
+            )
+            if element == ir.HalfType():
+                self._cast("fpext", ir.FloatType(), lanes)
+            element = ir.IntType(64 if element == ir.DoubleType() else 32)
+            self._cast("bitcast", element, lanes)
+        assert isinstance(element, ir.IntType)
+        width, wanted = element.width, 64 if conversion.value_bits == 64 else 32
+        if width > wanted:
+            self.said.append(f"is {element} for '{conversion.text}': its low {wanted} bits are printed")
+            self._cast("trunc", ir.IntType(wanted), lanes)
+        elif width < wanted:
+            if wanted == 64:
+                self.said.append(
+                    f"is {element} for '{conversion.text}', which takes a 64-bit integer: widened"
+                )
+            signed = conversion.is_signed and width > 1
+            self._cast("sext" if signed else "zext", ir.IntType(wanted), lanes)
+
+    def _float(self, element: ir.Type) -> None:
+        if not isinstance(element, ir.IntType):
+            return
+        lanes = self.conversion.vector
+        self.said.append(
+            f"is {element} for '{self.conversion.text}', which takes a floating-point value: its bits are "
+            "printed"
+        )
+        if element.width < 32:
+            self._cast("zext", ir.IntType(32), lanes)
+        self._cast("bitcast", ir.DoubleType() if element.width == 64 else ir.FloatType(), lanes)
+
+    def _cast(self, opcode: str, element: ir.Type, lanes: int) -> None:
+        target = ir.VectorType(element, lanes) if lanes else element
+        self._emit(f"{opcode} {self.value} to {target}", lanes, target)
+
+    def _emit(self, expression: str, lanes: int, result: ir.Type | None = None) -> None:
+        """`name.N = expression`, a value of `result` (by default the operand's element in `lanes`)."""
+        if result is None:
+            element = parse_type(self.operand.type)
+            element = element.element if isinstance(element, ir.VectorType) else element
+            result = ir.VectorType(element, lanes) if lanes else element
+        value = f"{self.name}.{len(self.instructions)}"
+        self.instructions.append(Instruction(f"{value} = {expression}"))
+        self.operand = Operand.parse(f"{result} {value}")
 
 
 FORMAT_STRING = "format string"

@@ -5,9 +5,12 @@ The nodes, as LGC's `PipelineState::readUserDataNodes` reads them: one metadata 
 `!{!"TYPE", i32 matchType, i32 visibility, i32 offsetInDwords, i32 sizeInDwords, ...}`. A
 `DescriptorTableVaPtr` then gives the number of nodes in its table, which follow it; an
 `IndirectUserDataVaPtr` or `StreamOutTableVaPtr` a size; any other node its set, binding and stride
-(then immutable values). The printf buffer is the node of LLPC's internal descriptor set (0xFFFFFFF0,
-written `i32 -16`), binding 6, found as LGC's `findResourceNode` finds it: a root node, or a node of a
-root table (the "top" node). `.user_data_offset` in the table is the top node's offset, as LLPC writes it.
+(then immutable values). Earlier versions of LGC wrote no visibility operand: a module whose table or
+descriptor nodes have exactly the operands of that form is read in it (`_form`). The printf buffer is the
+node of LLPC's internal descriptor set (0xFFFFFFF0, written `i32 -16`; until December 2024 LLPC's set was
+0xFFFFFFFF, `i32 -1`, read too), binding 6, found as LGC's `findResourceNode` finds it: a root node, or a
+node of a root table (the "top" node). `.user_data_offset` in the table is the top node's offset, as LLPC
+writes it.
 
 Where the user data come from (the convention of this project; LLVM's AMDGPU backend gets no LGC pass to
 say it): user data dword N is the function's `i32 inreg %userdataN` parameter, as LGC's
@@ -40,6 +43,7 @@ from ..ir.values import Operand
 
 USER_DATA_NODES = "!lgc.user.data.nodes"
 INTERNAL_DESCRIPTOR_SET = 0xFFFFFFF0  # LLPC's InternalDescriptorSetId
+EARLIER_INTERNAL_DESCRIPTOR_SET = 0xFFFFFFFF  # LLPC's InternalDescriptorSetId until December 2024
 PRINTF_BUFFER_BINDING = 6  # LLPC's PrintfBufferBindingId
 DESCRIPTOR_DWORDS = 4
 _TABLE = "DescriptorTableVaPtr"
@@ -47,8 +51,6 @@ _SIZED = frozenset({"IndirectUserDataVaPtr", "StreamOutTableVaPtr"})
 _UNBOUND = _SIZED | {"PushConst"}  # node types without a binding, which LGC's search skips
 # Nodes whose binding holds a 128-bit buffer descriptor (LLPC's front end writes DescriptorMutable).
 _BUFFER_DESCRIPTORS = frozenset({"DescriptorBuffer", "DescriptorConstBuffer", "DescriptorMutable"})
-_DESCRIPTOR_FIELDS = 8  # type, matchType, visibility, offset, size, set, binding, stride
-_HEADER_FIELDS = 5
 _RESOURCE = ir.PointerType(addrspace=8)
 _FAT_POINTER = ir.PointerType(addrspace=7)
 _CONSTANT_POINTER = ir.PointerType(addrspace=4)
@@ -108,13 +110,16 @@ class PrintfBufferNode:
 
 def find_printf_buffer_node(module: Module) -> PrintfBufferNode | None:
     """The printf buffer's node of `module`'s `!lgc.user.data.nodes`, or None when it has none;
-    UserDataError naming the node when the nodes are malformed or the buffer's node cannot be used."""
-    for top in read_user_data_nodes(module):
-        if top.type in _UNBOUND:
-            continue
-        for node in top.inner if top.type == _TABLE else (top,):
-            if node.set == INTERNAL_DESCRIPTOR_SET and node.binding == PRINTF_BUFFER_BINDING:
-                return _usable(PrintfBufferNode(node, top))
+    UserDataError naming the node when the nodes are malformed or the buffer's node cannot be used.
+    The internal set is LLPC's of today, else its earlier one (`i32 -1`)."""
+    roots = read_user_data_nodes(module)
+    for internal in (INTERNAL_DESCRIPTOR_SET, EARLIER_INTERNAL_DESCRIPTOR_SET):
+        for top in roots:
+            if top.type in _UNBOUND:
+                continue
+            for node in top.inner if top.type == _TABLE else (top,):
+                if node.set == internal and node.binding == PRINTF_BUFFER_BINDING:
+                    return _usable(PrintfBufferNode(node, top))
     return None
 
 
@@ -138,12 +143,36 @@ def _usable(found: PrintfBufferNode) -> PrintfBufferNode:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class _NodeForm:
+    """How a version of LGC writes a node's integer operands: `header` before the operands of its kind
+    (a table's count of nodes, a descriptor's set, binding and stride)."""
+
+    name: str
+    header: tuple[str, ...]
+
+    def describe(self, kind: tuple[str, ...]) -> str:
+        operands = ("type", *self.header, *kind)
+        return f"the {len(operands)} of {self.name} ({', '.join(operands)})"
+
+
+_FORM = _NodeForm("LGC's form", ("matchType", "visibility", "offset", "size"))
+# Before LGC gave nodes their visibility (LLPC's `CsLowerDebugPrintf.lgc` of 2023 has its nodes so).
+_EARLIER_FORM = _NodeForm("LGC's earlier form, without visibility", ("matchType", "offset", "size"))
+_TABLE_FIELDS = ("count",)
+_SIZED_FIELDS = ("data size",)
+_DESCRIPTOR_FIELDS = ("set", "binding", "stride")
+
+
 def read_user_data_nodes(module: Module) -> list[UserDataNode]:
-    """The root nodes of `!lgc.user.data.nodes` (a table's nodes in its `inner`); [] when there is none."""
+    """The root nodes of `!lgc.user.data.nodes` (a table's nodes in its `inner`); [] when there is none.
+    The nodes are in LGC's form, or all in its earlier one without visibility (`_form`)."""
     named = module.named_metadata.get(USER_DATA_NODES)
     if named is None:
         return []
-    read = [_node(module, reference, position) for position, reference in enumerate(named.operands, 1)]
+    tuples = [_tuple(module, reference, position) for position, reference in enumerate(named.operands, 1)]
+    form = _form(tuples)
+    read = [_node(name, fields, position, form) for position, (name, fields) in enumerate(tuples, 1)]
     roots: list[UserDataNode] = []
     position = 0
     while position < len(read):
@@ -163,32 +192,53 @@ def read_user_data_nodes(module: Module) -> list[UserDataNode]:
     return roots
 
 
-def _node(module: Module, reference: str, position: int) -> tuple[UserDataNode, int]:
-    """The node at `position`, and the number of nodes of its table (0 for other nodes)."""
+def _tuple(module: Module, reference: str, position: int) -> tuple[str, list[int]]:
+    """The type name and the integer operands of the node at `position`."""
     number = reference[1:]
     item = module.metadata.get(int(number)) if number.isdigit() else None
     operands = item.operands if item is not None else []
     fail = f"{USER_DATA_NODES[1:]} node {position}"
     kind = string_value(operands[0]) if operands else None
-    if kind is None or len(operands) < _HEADER_FIELDS:
-        raise UserDataError(
-            f"{fail} is not a tuple of a type name and at least {_HEADER_FIELDS - 1} integers"
-        )
+    least = len(_EARLIER_FORM.header)
+    if kind is None or len(operands) <= least:
+        raise UserDataError(f"{fail} is not a tuple of a type name and at least {least} integers")
     name = kind.decode("utf-8", "replace")
-    fields = [_integer(operand, f"{fail} ({name}) operand {n}") for n, operand in enumerate(operands[1:], 1)]
-    offset, size = fields[2], fields[3]
-    if name == _TABLE or name in _SIZED:
-        if len(fields) < _HEADER_FIELDS:
-            raise UserDataError(f"{fail} ({name}) has no operand {_HEADER_FIELDS}")
-        return UserDataNode(position, name, offset, size), fields[4] if name == _TABLE else 0
-    if name == "PushConst":
-        return UserDataNode(position, name, offset, size), 0
-    if len(operands) < _DESCRIPTOR_FIELDS:
+    return name, [
+        _integer(operand, f"{fail} ({name}) operand {n}") for n, operand in enumerate(operands[1:], 1)
+    ]
+
+
+def _fields(name: str) -> tuple[str, ...]:
+    """The operands a node of type `name` has after the header."""
+    if name == _TABLE:
+        return _TABLE_FIELDS
+    if name in _SIZED:
+        return _SIZED_FIELDS
+    return () if name == "PushConst" else _DESCRIPTOR_FIELDS
+
+
+def _form(tuples: list[tuple[str, list[int]]]) -> _NodeForm:
+    """The earlier form when a table or descriptor node has exactly its operands (fewer than LGC's
+    form takes), else LGC's form."""
+    earlier = len(_EARLIER_FORM.header)
+    exact = any(len(fields) == earlier + len(_fields(name)) for name, fields in tuples if _fields(name))
+    return _EARLIER_FORM if exact else _FORM
+
+
+def _node(name: str, fields: list[int], position: int, form: _NodeForm) -> tuple[UserDataNode, int]:
+    """The node at `position`, and the number of nodes of its table (0 for other nodes)."""
+    header, kind = len(form.header), _fields(name)
+    if len(fields) < header + len(kind):
+        expected = form.describe(kind)
+        if form is _FORM:
+            expected += f" nor {_EARLIER_FORM.describe(kind)}"
         raise UserDataError(
-            f"{fail} ({name}) has {len(operands)} operand(s), not the {_DESCRIPTOR_FIELDS} of a descriptor "
-            "node (type, matchType, visibility, offset, size, set, binding, stride)"
+            f"{USER_DATA_NODES[1:]} node {position} ({name}) has {len(fields) + 1} operand(s), not {expected}"
         )
-    return UserDataNode(position, name, offset, size, set=fields[4], binding=fields[5]), 0
+    offset, size = fields[header - 2], fields[header - 1]
+    if kind is _DESCRIPTOR_FIELDS:
+        return UserDataNode(position, name, offset, size, set=fields[header], binding=fields[header + 1]), 0
+    return UserDataNode(position, name, offset, size), fields[header] if name == _TABLE else 0
 
 
 def _integer(operand: str, where: str) -> int:

@@ -233,6 +233,7 @@ class AbortFraming:
             return
         values = row_values(argument_columns(found.payload_layout, entry.reshape(1, -1).copy()), 0, 1)[0]
         values = values[1:] if found.entry.site is not None else values  # a site's invocation ID first
+        values = values[: len(found.layout)]  # the arguments past the conversions are not printed
         self.messages.append(
             AbortMessage(
                 offset=position,

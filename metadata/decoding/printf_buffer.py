@@ -594,6 +594,7 @@ def _gather(
 def _group(found: DecodableFormat, rows: _Rows) -> FormatColumns:
     """A format's entries as columns: the payload's, the invocation ID's apart for a format with a site."""
     columns = argument_columns(found.payload_layout, rows.matrix, first=0)
+    columns = columns[: len(columns) - len(found.unprinted)]
     if found.entry.site is None:
         return FormatColumns(found, rows.offsets, columns)
     return FormatColumns(found, rows.offsets, columns[1:], columns[0])
