@@ -30,7 +30,7 @@ from metadata.validation import checks_of
 
 from .ir.diagnostics import Diagnostic, LoweringError
 from .ir.lexer import rewrite_address_space
-from .ir.model import Module
+from .ir.module import Module
 from .ir.reading import link, parse_source
 from .lowered_module import LoweredModule, Source
 from .passes import (

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from lowering.ir.building import I32, internal_function
 from lowering.ir.debug_info import call_lines, source_location
+from lowering.ir.instructions import Instruction
 from lowering.ir.lexer import (
     bare_name,
     global_name,
@@ -22,7 +23,7 @@ from lowering.ir.lexer import (
     split_items,
     tokenize,
 )
-from lowering.ir.model import Instruction, Module
+from lowering.ir.module import Module
 from lowering.ir.types import parse_type
 from lowering.ir.values import ConstantExpression, Operand
 from lowering.lowered_module import Source

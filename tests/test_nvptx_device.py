@@ -33,7 +33,7 @@ from lowering.devices.harness import (
     run_sources,
 )
 from lowering.devices.nvptx import KERNEL_NAME, kernel_ptx
-from lowering.ir.model import Module
+from lowering.ir.module import Module
 from lowering.lowered_module import Source
 from lowering.passes.warp_aggregation import define_warp_aggregated_reserve
 from lowering.pipeline import lower_sources

@@ -136,6 +136,12 @@ def global_name(bare: str) -> str:
     return f'@"{escaped}"'
 
 
+def local_name(bare: str) -> str:
+    """The printed form of the local `bare` (`%x`, `%"a b"`, and `%0` for an unnamed one: LLVM numbers
+    the values and blocks it prints without a name)."""
+    return f"%{bare}" if bare.isdigit() else "%" + global_name(bare)[1:]
+
+
 def global_references(text: str) -> Iterator[str]:
     """The global names (`@g`, `@"a b"`) `text` refers to, outside strings and comments, in order."""
     return (name for name in _GLOBAL_REFERENCE.findall(text) if name)

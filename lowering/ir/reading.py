@@ -2,7 +2,7 @@
 input file, LLVM's message and the line it quotes.
 
 The binding exposes neither address spaces nor initializers nor debug locations, and each of its
-look-ups costs microseconds, so a pass prints the module once and reads it with `model.Module`.
+look-ups costs microseconds, so a pass prints the module once and reads it with `module.Module`.
 """
 
 from __future__ import annotations

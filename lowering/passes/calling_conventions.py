@@ -10,8 +10,9 @@ generation, naming LLVM's message.
 
 from __future__ import annotations
 
+from ..ir.instructions import Instruction
 from ..ir.lexer import without_word
-from ..ir.model import Instruction, Module
+from ..ir.module import Module
 
 AS_C = ("spir_func",)  # conventions compiled as the C convention on every target
 

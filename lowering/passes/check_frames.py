@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from metadata.live_ranges import HEADER_WORDS, SHADOW_COLUMN
 from metadata.wire import UNKNOWN_INVOCATION
 
+from ..ir.functions import Function
+from ..ir.instructions import Instruction
 from ..ir.lexer import global_name
-from ..ir.model import Function, Instruction, Module
+from ..ir.module import Module
 from ..targets.runtime_globals import PRINTF_BUFFER_GLOBAL, VALIDATION_RANGES_GLOBAL
 from . import validation_helpers as helpers
 from .buffer_accesses import Entry

@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from metadata.instrumentation import BlockInfo, InstrumentationTable, LineCost
 
 from ..ir.debug_info import source_location
-from ..ir.lexer import global_name
-from ..ir.model import Block, Function, Instruction, Module, local_name
+from ..ir.functions import Block, Function
+from ..ir.instructions import Instruction
+from ..ir.lexer import global_name, local_name
+from ..ir.module import Module
 from ..ir.types import data_layout_address_space
 from ..ir.values import Operand
 from ..targets.machines import module_layout

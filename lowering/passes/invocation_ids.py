@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from metadata.wire import UNKNOWN_INVOCATION
 
-from ..ir.model import Block, Function, Instruction, Module
+from ..ir.functions import Block, Function
+from ..ir.instructions import Instruction
+from ..ir.module import Module
 from .buffer_accesses import all_entries
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .direct_calls import DirectCalls

@@ -43,8 +43,10 @@ from metadata.races import (
 )
 from metadata.validation import Site, Unchecked
 
+from ..ir.functions import Block, Function
+from ..ir.instructions import Instruction
 from ..ir.lexer import global_name
-from ..ir.model import Block, Function, Instruction, Module
+from ..ir.module import Module
 from ..targets.runtime_globals import RACES_SHADOW_GLOBAL
 from ..targets.target import Target
 from .buffer_accesses import Access, Entry, accesses, derivations, entries, source_of

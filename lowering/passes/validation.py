@@ -38,8 +38,10 @@ import llvmlite.ir as ir
 from metadata.validation import BOUNDS, INIT, RANGE, UB, UNREACHABLE, Site, Unchecked, ValidationTable
 from metadata.wire import entry_header
 
+from ..ir.functions import Function
+from ..ir.instructions import Instruction
 from ..ir.lexer import bare_name, global_name
-from ..ir.model import Function, Instruction, Module
+from ..ir.module import Module
 from ..ir.types import parse_type
 from ..targets.machines import alloca_address_space, module_layout
 from ..targets.runtime_globals import VALIDATION_RANGES_GLOBAL, VALIDATION_SIZES_GLOBAL
