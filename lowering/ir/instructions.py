@@ -107,17 +107,17 @@ class Instruction:
         node = self.attachments.get("!dbg")
         return int(node[1:]) if node is not None and node[1:].isdigit() else None
 
-    def call(self) -> CallSite | None:
+    def call(self) -> ParsedCall | None:
         """The call it makes (for `call`, `invoke`, `callbr`), or None."""
         if '"' not in self.text:
             flat = _FLAT_CALL.fullmatch(self.text)
             if flat is not None:
                 callee, operands, tail = flat.groups()
                 arguments = list(map(Operand.parse, _FLAT_OPERAND.findall(operands)))
-                return CallSite("call", callee, arguments, tail.strip())
+                return ParsedCall("call", callee, arguments, tail.strip())
         return self.lexed_call()
 
-    def lexed_call(self) -> CallSite | None:
+    def lexed_call(self) -> ParsedCall | None:
         """`call` read with the lexer alone, whatever the line holds."""
         bounds = self._call_bounds()
         if bounds is None:
@@ -126,7 +126,7 @@ class Instruction:
         arguments = [
             Operand.from_tokens(tokens, start, end) for start, end in split_list(tokens, found + 2, close)
         ]
-        return CallSite(self.opcode, tokens[found][1], arguments, text_of(tokens, close + 1))
+        return ParsedCall(self.opcode, tokens[found][1], arguments, text_of(tokens, close + 1))
 
     def _call_bounds(self) -> tuple[int, int] | None:
         """The token indices of a call's callee and of the `)` closing its arguments, or None."""
@@ -207,9 +207,9 @@ class Instruction:
         return Instruction(f"{result} = {self.text[len(own) + 3 :]}")
 
 
-class CallSite:
-    """What a call instruction calls, with which arguments, and what follows its `)` (attributes,
-    bundles, attachments)."""
+class ParsedCall:
+    """A call instruction read into its parts: what it calls, with which arguments, and what follows its
+    `)` (attributes, bundles, attachments). Not a call site of the table (`metadata.call_sites`)."""
 
     __slots__ = ("opcode", "callee", "arguments", "tail")
 

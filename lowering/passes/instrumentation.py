@@ -66,7 +66,7 @@ def instrument_blocks(
     buffer; the table of its blocks, and the module as it was, line by line with each line's block
     (for a listing annotated with the counts). Names it adds start with `prefix`, which no global has."""
     listing = block_listing(module)
-    return _Instrumentation(module, target, data_layout, prefix).run(), listing
+    return _BlockCounting(module, target, data_layout, prefix).run(), listing
 
 
 def block_listing(module: Module) -> Listing:
@@ -88,7 +88,7 @@ def block_listing(module: Module) -> Listing:
     return tuple(lines)
 
 
-class _Instrumentation:
+class _BlockCounting:
     """One run: the module, where its allocas and globals live, the helpers, the blocks found so far."""
 
     def __init__(self, module: Module, target: Target, data_layout: str, prefix: str) -> None:

@@ -75,9 +75,9 @@ def run(context: PassContext) -> None:
     checks = context.options.validate
     target = context.target
     table_type = target.global_pointer_type if target.resource_globals else RUNTIME_BUFFER_TYPE
-    instrumentation = _Instrumentation(context, checks, table_type)
-    instrumentation.run()
-    context.validation = instrumentation.table()
+    module_checks = _ModuleChecks(context, checks, table_type)
+    module_checks.run()
+    context.validation = module_checks.table()
 
 
 class _Writers:
@@ -327,7 +327,7 @@ class _AccessChecks(_Sites):
             )
 
 
-class _Instrumentation(_AccessChecks):
+class _ModuleChecks(_AccessChecks):
     """The checks of one module: the frames, then each function's accesses and undefined behaviour."""
 
     def run(self) -> None:
