@@ -232,6 +232,36 @@ def test_the_global_fast_path_reads_as_the_lexer_does(line):
     assert variable.definition == variable.lexed_definition()
 
 
+# What an instruction's opcode is, whatever follows it: attachments after the operands, or after none
+# (`unreachable, !dbg !7` was once read as `unreachable,`, so validation put no check there).
+OPCODES = [
+    pytest.param("unreachable, !dbg !7", "unreachable", id="unreachable-dbg"),
+    pytest.param("unreachable, !dbg !7, !annotation !9", "unreachable", id="unreachable-two-attachments"),
+    pytest.param("unreachable", "unreachable", id="unreachable"),
+    pytest.param("ret void, !dbg !7", "ret", id="ret-dbg"),
+    pytest.param("br label %next, !dbg !7", "br", id="br-dbg"),
+    pytest.param("resume { ptr, i32 } %pad, !dbg !7", "resume", id="resume-dbg"),
+    pytest.param("switch i32 %x, label %d [\n    i32 0, label %a\n  ], !prof !9", "switch", id="switch-prof"),
+    pytest.param("fence seq_cst, !dbg !7", "fence", id="fence-dbg"),
+    pytest.param('%"a b" = add i32 1, 2, !dbg !7', "add", id="quoted-result"),
+    pytest.param("%r = tail call i32 @f(), !dbg !7", "call", id="tail-call"),
+    pytest.param("#dbg_value(i32 %x, !6, !DIExpression(), !8)", "#dbg_value", id="debug-record"),
+]
+
+
+@pytest.mark.parametrize(("line", "opcode"), OPCODES)
+def test_the_opcode_is_the_token_after_the_result_whatever_follows_it(line, opcode):
+    assert Instruction(line).opcode == opcode
+
+
+def test_an_instruction_without_operands_has_none_whatever_its_attachments():
+    bare, located = Instruction("unreachable"), Instruction("unreachable, !dbg !7, !annotation !9")
+    assert bare.operands == located.operands == []
+    assert located.attachments == {"!dbg": "!7", "!annotation": "!9"} and located.debug_node == 7
+    assert Instruction("%r = musttail call i32 @f(), !dbg !7").call_marker == "musttail"
+    assert Instruction("%r = call i32 @f()").call_marker is None
+
+
 def tricky_function() -> tuple[Module, object]:
     module = Module.parse(CORPUS["tricky"])
     return module, module.functions["quoted function"]

@@ -15,6 +15,7 @@ from .lexer import (
     Token,
     bare_name,
     closing,
+    leading_tokens,
     local_name,
     split_list,
     text_of,
@@ -43,11 +44,12 @@ _OPCODE_WORDS = frozenset(
 class Instruction:
     """One instruction: its text, and what the lexer reads from it on demand."""
 
-    __slots__ = ("text", "_tokens")
+    __slots__ = ("text", "_tokens", "_head")
 
     def __init__(self, text: str) -> None:
         self.text = text.strip()
         self._tokens: list[Token] | None = None
+        self._head: tuple[str | None, str] | None = None
 
     def __str__(self) -> str:
         return self.text
@@ -69,15 +71,18 @@ class Instruction:
 
     @property
     def opcode(self) -> str:
-        """`call`, `store`, `getelementptr`...: the word after the result and any `tail` marker."""
-        if self.text.startswith('%"'):
-            tokens = [token for _, token in self.tokens]
-        else:
-            tokens = self.text.split(" ", 4)
-        index = 2 if len(tokens) > 1 and tokens[1] == "=" else 0
-        if index < len(tokens) and tokens[index] in _CALL_PREFIXES:
-            index += 1
-        return tokens[index] if index < len(tokens) else ""
+        """`call`, `store`, `unreachable`...: the token after the result and any `tail` marker, whatever
+        follows it (`unreachable, !dbg !7` is an `unreachable`)."""
+        if self._head is None:
+            self._head = _read_head(self.text)
+        return self._head[1]
+
+    @property
+    def call_marker(self) -> str | None:
+        """A call's `tail`, `musttail` or `notail`, or None."""
+        if self._head is None:
+            self._head = _read_head(self.text)
+        return self._head[0]
 
     @property
     def attachments(self) -> dict[str, str]:
@@ -119,7 +124,7 @@ class Instruction:
 
     def lexed_call(self) -> ParsedCall | None:
         """`call` read with the lexer alone, whatever the line holds."""
-        bounds = self._call_bounds()
+        bounds = _call_bounds(self)
         if bounds is None:
             return None
         tokens, (found, close) = self.tokens, bounds
@@ -127,25 +132,6 @@ class Instruction:
             Operand.from_tokens(tokens, start, end) for start, end in split_list(tokens, found + 2, close)
         ]
         return ParsedCall(self.opcode, tokens[found][1], arguments, text_of(tokens, close + 1))
-
-    def _call_bounds(self) -> tuple[int, int] | None:
-        """The token indices of a call's callee and of the `)` closing its arguments, or None."""
-        if self.opcode not in ("call", "invoke", "callbr"):
-            return None
-        tokens = self.tokens
-        depth = 0
-        found = -1
-        for index, (_, token) in enumerate(tokens[:-1]):
-            if token in OPENERS:
-                depth += 1
-            elif token in (")", "]", "}", ">"):
-                depth -= 1
-            elif depth == 0 and token[:1] in "@%" and tokens[index + 1][1] == "(":
-                found = index
-        if found < 0:
-            return None
-        close = closing(tokens, found + 1)
-        return (found, close) if close >= 0 else None
 
     @property
     def operands(self) -> list[Operand]:
@@ -159,9 +145,8 @@ class Instruction:
             index += 1
         operands = []
         for start, end in split_list(tokens, index, len(tokens)):
-            first = tokens[start][1] if start < end else ""
-            if first == "align" or first[:1] == "!":
-                break
+            if start == end or tokens[start][1] == "align" or tokens[start][1][:1] == "!":
+                break  # none (`unreachable, !dbg !7`), or past the operands
             operands.append(Operand.from_tokens(tokens, start, end))
         return operands
 
@@ -176,7 +161,7 @@ class Instruction:
 
     def with_arguments(self, extra: str) -> Instruction:
         """This call with `extra` (typed operands, comma-separated) appended to its arguments."""
-        bounds = self._call_bounds()
+        bounds = _call_bounds(self)
         if bounds is None:
             raise ValueError(f"{self.text!r} calls nothing")
         found, close = bounds
@@ -205,6 +190,37 @@ class Instruction:
         if own is None:
             raise ValueError(f"{self.text!r} defines no value")
         return Instruction(f"{result} = {self.text[len(own) + 3 :]}")
+
+
+def _call_bounds(instruction: Instruction) -> tuple[int, int] | None:
+    """The token indices of a call's callee and of the `)` closing its arguments, or None."""
+    if instruction.opcode not in ("call", "invoke", "callbr"):
+        return None
+    tokens = instruction.tokens
+    depth = 0
+    found = -1
+    for index, (_, token) in enumerate(tokens[:-1]):
+        if token in OPENERS:
+            depth += 1
+        elif token in (")", "]", "}", ">"):
+            depth -= 1
+        elif depth == 0 and token[:1] in "@%" and tokens[index + 1][1] == "(":
+            found = index
+    if found < 0:
+        return None
+    close = closing(tokens, found + 1)
+    return (found, close) if close >= 0 else None
+
+
+def _read_head(text: str) -> tuple[str | None, str]:
+    """(the call marker or None, the opcode) of an instruction, read from its first tokens."""
+    tokens = leading_tokens(text, 4)
+    index = 2 if len(tokens) > 1 and tokens[1] == "=" else 0
+    marker = None
+    if index < len(tokens) and tokens[index] in _CALL_PREFIXES:
+        marker = tokens[index]
+        index += 1
+    return marker, tokens[index] if index < len(tokens) else ""
 
 
 class ParsedCall:

@@ -23,7 +23,7 @@ _TOKEN = re.compile(
       | c"[^"]*"                                 # string constant
       | [@%][-\w$.]+                             # global and local names
       | ![-\w$.]+                                # metadata names and references
-      | \#\d+                                    # attribute group
+      | \#\w+                                    # attribute group, debug record (`#dbg_value`)
       | -?0x[KLMHR]?[0-9A-Fa-f]+                 # hexadecimal integers and floats
       | [-+]?\d+(?:\.\d*(?:[eE][-+]?\d+)?)?:?    # decimal numbers, numbered labels
       | \.\.\.                                   # varargs
@@ -43,6 +43,17 @@ CLOSERS = frozenset(OPENERS.values())
 def tokenize(text: str) -> list[Token]:
     """The tokens of `text`, each with the whitespace before it."""
     return _TOKEN.findall(text)
+
+
+def leading_tokens(text: str, count: int) -> list[str]:
+    """The first `count` tokens of `text` (fewer when it has fewer), without lexing the rest: enough to
+    read an instruction's result and opcode, whatever follows them."""
+    tokens: list[str] = []
+    position = 0
+    while len(tokens) < count and (match := _TOKEN.match(text, position)) is not None:
+        tokens.append(match.group(2))
+        position = match.end()
+    return tokens
 
 
 def text_of(tokens: list[Token], start: int = 0, end: int | None = None) -> str:

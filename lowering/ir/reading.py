@@ -12,6 +12,7 @@ import re
 import llvmlite.binding as llvm
 
 from .diagnostics import Diagnostic, LoweringError
+from .instructions import Instruction
 
 # Without this, parsing a broken module that carries "Debug Info Version" aborts the process
 # ("Broken module found") instead of leaving the error to verify().
@@ -70,7 +71,7 @@ def _quoted_line(text: str | None, quoted: list[str]) -> int | None:
     wanted = {
         _ATTACHMENTS.sub("", line)
         for line in quoted
-        if line.startswith("%") or line.split(" ", 1)[0] in _VOID_OPCODES
+        if line.startswith("%") or Instruction(line).opcode in _VOID_OPCODES
     }
     if not text or not wanted:
         return None

@@ -365,7 +365,7 @@ def _exits(block: Block) -> list[_Exit]:
                 found.append(_Exit(instruction, shared))
         elif opcode == "ret":
             before = instructions[index - 1] if index else None
-            if before is not None and before.text.split(" = ", 1)[-1].startswith("musttail "):
+            if before is not None and before.call_marker == "musttail":
                 found.append(_Exit(before, None))
             else:
                 found.append(_Exit(instruction, "ret"))
