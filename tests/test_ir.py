@@ -262,6 +262,68 @@ def test_an_instruction_without_operands_has_none_whatever_its_attachments():
     assert Instruction("%r = call i32 @f()").call_marker is None
 
 
+# Every terminator with an attachment, and the instructions LLVM prints over several lines: an invoke's
+# destinations, a landing pad's clauses, a switch's cases.
+TERMINATORS = r"""
+declare i32 @f()
+declare i32 @personality(...)
+
+define i32 @main(i32 %x) personality ptr @personality !dbg !10 {
+entry:
+  %r = invoke i32 @f() to label %ok unwind label %bad, !dbg !11
+ok:
+  switch i32 %r, label %done [ i32 0, label %done
+                               i32 1, label %never ], !prof !30
+done:
+  ret i32 %r, !dbg !11
+never:
+  unreachable, !dbg !11
+bad:
+  %pad = landingpad { ptr, i32 } cleanup catch ptr null, !dbg !11
+  resume { ptr, i32 } %pad, !dbg !11
+}
+
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!2}
+!0 = distinct !DICompileUnit(language: DW_LANG_C99, file: !1, emissionKind: FullDebug)
+!1 = !DIFile(filename: "t.c", directory: "/src")
+!2 = !{i32 2, !"Debug Info Version", i32 3}
+!10 = distinct !DISubprogram(name: "main", file: !1, line: 1, unit: !0, spFlags: DISPFlagDefinition)
+!11 = !DILocation(line: 2, column: 3, scope: !10)
+!30 = !{!"branch_weights", i32 1, i32 2, i32 3}
+"""
+
+
+def test_each_block_ends_in_its_terminator_read_whole_with_its_attachments():
+    text = printed(TERMINATORS)
+    module = Module.parse(text)
+    assert str(module) == text
+    function = module.functions["main"]
+    blocks = function.blocks
+    terminators = [block.terminator for block in blocks]
+    assert [terminator.opcode for terminator in terminators] == [
+        "invoke",
+        "switch",
+        "ret",
+        "unreachable",
+        "resume",
+    ]
+    location = terminators[0].attachments["!dbg"]
+    assert [terminator.attachments for terminator in terminators] == [
+        {"!dbg": location},
+        {"!prof": terminators[1].attachments["!prof"]},
+        {"!dbg": location},
+        {"!dbg": location},
+        {"!dbg": location},
+    ]
+    assert [block.successors() for block in blocks] == [["ok", "bad"], ["done", "done", "never"], [], [], []]
+    assert terminators[0].call().callee == "@f" and terminators[0].result == "%r"
+    (pad, _) = function.block("bad").instructions
+    assert (
+        pad.opcode == "landingpad" and "catch ptr null" in pad.text and pad.attachments == {"!dbg": location}
+    )
+
+
 def tricky_function() -> tuple[Module, object]:
     module = Module.parse(CORPUS["tricky"])
     return module, module.functions["quoted function"]

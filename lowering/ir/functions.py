@@ -23,6 +23,10 @@ from .lexer import (
 )
 from .values import Operand
 
+# How LLVM indents the further lines of an instruction it prints over several: an invoke's or a callbr's
+# `to label ...`, each clause of a landing pad.
+_CONTINUATION = " " * 10
+
 
 class Block:
     """A basic block: its label (None for an entry block printed without one) and its instructions."""
@@ -221,11 +225,14 @@ def read_blocks(lines: list[str], index: int) -> tuple[list[Block], int]:
         line = lines[index]
         index += 1
         if line.startswith("  "):
+            start = index - 1
             if line.endswith("["):  # a switch: one case a line, then `]`
-                start = index - 1
                 while index < len(lines) and not lines[index].startswith("  ]"):
                     index += 1
                 index += 1
+            while index < len(lines) and lines[index].startswith(_CONTINUATION):
+                index += 1
+            if index > start + 1:
                 line = "\n".join(lines[start:index])
             instructions.append(Instruction(line))
         elif line == "}":
