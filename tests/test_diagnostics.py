@@ -311,6 +311,10 @@ INVALID_IR = {
         "define void @f() !dbg !10 {\n  unreachable, !dbg !1\n}\n" + DEBUG_INFO,
         ":2: invalid IR: invalid !dbg metadata attachment",
     ),
+    "a NUL byte": (
+        "define void @f() {\n  ret void\n}\n\0define void @g() {\n  ret void\n}\n",
+        ":4:1: invalid IR: a NUL byte, where LLVM would stop reading the module",
+    ),
 }
 
 
@@ -321,6 +325,20 @@ def test_invalid_ir_is_an_error_naming_the_file_and_llvms_message(capsys, tmp_pa
     assert status == 1
     (line,) = lines
     assert line.startswith(f"error: {tmp_path / 'test.ll'}{message}")
+
+
+def test_a_nul_byte_is_an_error_of_the_library_naming_its_line_and_column():
+    """LLVM reads a C string: without the check, the module silently ended at the byte (here, in a
+    comment, before a function that was then dropped)."""
+    text = program([]) + "; the end?\0\ndefine void @after() {\n  ret void\n}\n"
+    with pytest.raises(LoweringError) as raised:
+        lower_sources([Source("a.ll", text)])
+    (diagnostic,) = raised.value.diagnostics
+    line = text.count("\n", 0, text.index("\0")) + 1
+    assert (diagnostic.source, diagnostic.line, diagnostic.column) == ("a.ll", line, 11)
+    assert (
+        str(diagnostic) == f"a.ll:{line}:11: invalid IR: a NUL byte, where LLVM would stop reading the module"
+    )
 
 
 def test_modules_that_cannot_be_linked_are_an_error(capsys, tmp_path):

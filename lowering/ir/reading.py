@@ -21,10 +21,13 @@ llvm.set_option("", "-disable-auto-upgrade-debug-info")
 _LLVM_MESSAGE = re.compile(r"^<string>:(\d+):(\d+): error: (.*)$", re.M)
 _VOID_OPCODES = frozenset({"call", "store", "br", "ret", "switch", "fence", "unreachable", "resume"})
 _ATTACHMENTS = re.compile(r"(?:, ![-\w.]+ !\d+)+$")
+_NUL_MESSAGE = "invalid IR: a NUL byte, where LLVM would stop reading the module"
 
 
 def parse_source(name: str, text: str) -> llvm.ModuleRef:
-    """Parse and verify one input module; LoweringError naming `name` and LLVM's message."""
+    """Parse and verify one input module; LoweringError naming `name` and LLVM's message, or the line
+    and column of a NUL byte."""
+    _refuse_nul(name, text)
     try:
         module = llvm.parse_assembly(text)
     except RuntimeError as failure:
@@ -56,6 +59,15 @@ def link(modules: list[llvm.ModuleRef]) -> llvm.ModuleRef:
         except RuntimeError as failure:
             raise LoweringError([Diagnostic(f"cannot link: {failure}", name)]) from None
     return first
+
+
+def _refuse_nul(name: str, text: str) -> None:
+    """LoweringError at the first NUL byte of `text`: LLVM reads the text as a C string, so the module
+    would end there without a word (an empty module, when the byte comes early)."""
+    nul = text.find("\0")
+    if nul >= 0:
+        line, column = text.count("\n", 0, nul) + 1, nul - text.rfind("\n", 0, nul)
+        raise LoweringError([Diagnostic(_NUL_MESSAGE, name, line=line, column=column)])
 
 
 def _parse_diagnostic(name: str, message: str) -> Diagnostic:
