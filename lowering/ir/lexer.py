@@ -1,11 +1,11 @@
 """LLVM's lexical grammar, as far as a pass that reads printed modules needs it.
 
 A token is a quoted string (`"..."`, `c"..."`, `!"..."`, quoted names `@"..."` and `%"..."`; LLVM's
-lexer ends a string at the next `"`, escapes being `\\XX`), a name (`@g`, `%v`, `!dbg`, `!7`, `#0`),
-a number, a word (keywords, types, attribute names; a trailing `:` makes a label or a field name), a
-comment, or one punctuation character. Brackets are `()[]{}<>`: LLVM uses `<` and `>` only for vectors
-and packed structures. Tokens are kept with the whitespace before them, so any run of tokens gives back
-its exact text.
+lexer ends a string at the next `"`, escapes being `\\XX`), a name (`@g`, `%v`, `!dbg`, `!7`, `#0`, a
+debug record's `#dbg_value`), a number, a word (keywords, types, attribute names; a trailing `:` makes a
+label or a field name), a comment, or one punctuation character. Brackets are `()[]{}<>`: LLVM uses `<`
+and `>` only for vectors and packed structures. Tokens are kept with the whitespace before them, so any
+run of tokens gives back its exact text.
 """
 
 from __future__ import annotations
