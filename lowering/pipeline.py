@@ -27,7 +27,7 @@ import llvmlite.binding as llvm
 
 from .ir.diagnostics import Diagnostic, LoweringError
 from .ir.lexer import rewrite_address_space
-from .ir.model import Module
+from .ir.module import Module
 from .ir.reading import link, parse_source
 from .lowered_module import LoweredModule, Source
 from .options import Options

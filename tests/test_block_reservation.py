@@ -25,7 +25,7 @@ from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import Ending, EntryPoint
 from lowering.devices.nvptx import KERNEL_TARGET, kernel_ptx
 from lowering.ir.control_flow import ControlFlow
-from lowering.ir.model import Module
+from lowering.ir.module import Module
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from lowering.services.helpers import PRINTF as PRINTF_KIND

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import llvmlite.binding as llvm
+import pytest
 from dprintf_ir import ABORT, DECLARATIONS, PRINTF, call, string_global
 from elf_oracles import each_reader
 from elftools.elf.elffile import ELFFile
@@ -140,6 +141,21 @@ def test_compile_reports_lowering_errors_and_writes_nothing(capsys, tmp_path):
     assert capsys.readouterr().err == (
         f"error: {path}:{line}: call 1 to @lgc.debug.printf in function @first: "
         "format string '%d %d' has 2 conversion(s) but 1 argument(s) are passed\n"
+    )
+    assert not output.exists()
+
+
+@pytest.mark.parametrize("command", ["lower", "compile"])
+def test_a_nul_byte_is_an_error_naming_its_line_and_writes_nothing(capsys, tmp_path, command):
+    """LLVM reads the text as a C string: both commands exited 0 with an empty module and table."""
+    text = FIRST.replace("declare", "\0declare", 1)
+    path = write(tmp_path, "nul.ll", text)
+    output = tmp_path / "out"
+    assert main([command, path, "-o", str(output)]) == 1
+    line = text.count("\n", 0, text.index("\0")) + 1
+    assert capsys.readouterr() == (
+        "",
+        f"error: {path}:{line}:1: invalid IR: a NUL byte, where LLVM would stop reading the module\n",
     )
     assert not output.exists()
 

@@ -223,6 +223,20 @@ def test_a_missing_file_is_an_error(capsys, tmp_path):
     assert err.startswith(f"error: cannot read {tmp_path / 'absent.ll'}: ")
 
 
+@pytest.mark.parametrize("command", ["run", "profile"])
+def test_a_nul_byte_in_the_program_is_an_error_naming_its_line(capsys, tmp_path, command):
+    """LLVM reads the text up to the byte: the entry after it was silently gone."""
+    text = Path(sample("hello.ll")).read_text().replace("define", "\0define", 1)
+    path = tmp_path / "nul.ll"
+    path.write_text(text)
+    status, out, err = dprintf(capsys, command, str(path))
+    line = text.count("\n", 0, text.index("\0")) + 1
+    assert (status, out) == (1, "")
+    assert (
+        err == f"error: {path}:{line}:1: invalid IR: a NUL byte, where LLVM would stop reading the module\n"
+    )
+
+
 def test_what_the_device_itself_prints_is_a_warning(capsys, tmp_path):
     program = program_file(tmp_path, "  %said = call i32 @puts(ptr @note)\n  br label %done\n")
     with open(program, "a", encoding="utf-8") as module:

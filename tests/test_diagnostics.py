@@ -278,6 +278,19 @@ def test_unsupported_declarations_and_uses_are_errors(capsys, tmp_path, case):
     assert lines == [f"error: {tmp_path / 'test.ll'}: {message}"]
 
 
+DEBUG_INFO = textwrap.dedent(
+    """
+    !llvm.dbg.cu = !{!0}
+    !llvm.module.flags = !{!2}
+    !0 = distinct !DICompileUnit(language: DW_LANG_C99, file: !1, emissionKind: FullDebug)
+    !1 = !DIFile(filename: "v.c", directory: "/src")
+    !2 = !{i32 2, !"Debug Info Version", i32 3}
+    !10 = distinct !DISubprogram(name: "f", file: !1, line: 1, unit: !0, spFlags: DISPFlagDefinition)
+    !11 = !DILocation(line: 2, column: 3, scope: !10)
+    !12 = distinct !DISubprogram(name: "g", file: !1, line: 5, unit: !0, spFlags: DISPFlagDefinition)
+    !13 = !DILocation(line: 6, column: 3, scope: !12)
+    """
+)
 INVALID_IR = {
     "syntax": (
         "define void @f() {\n  ret i32 0\n}\n",
@@ -286,6 +299,21 @@ INVALID_IR = {
     "verifier": (
         "define i32 @f(i32 %x) {\n  %y = add i32 %z, 1\n  %z = add i32 %x, 1\n  ret i32 %y\n}\n",
         ":2: invalid IR: Instruction does not dominate all uses!",
+    ),
+    # The verifier quotes the instruction as LLVM prints it: found by its opcode, after a `tail` marker
+    # or with attachments after no operands.
+    "verifier, a tail call": (
+        "define void @f() !dbg !10 {\n  ret void, !dbg !11\n}\n"
+        "define void @g() !dbg !12 {\n  tail call void @f()\n  ret void, !dbg !13\n}\n" + DEBUG_INFO,
+        ":5: invalid IR: inlinable function call in a function with debug info must have a !dbg location",
+    ),
+    "verifier, unreachable with attachments": (
+        "define void @f() !dbg !10 {\n  unreachable, !dbg !1\n}\n" + DEBUG_INFO,
+        ":2: invalid IR: invalid !dbg metadata attachment",
+    ),
+    "a NUL byte": (
+        "define void @f() {\n  ret void\n}\n\0define void @g() {\n  ret void\n}\n",
+        ":4:1: invalid IR: a NUL byte, where LLVM would stop reading the module",
     ),
 }
 
@@ -297,6 +325,20 @@ def test_invalid_ir_is_an_error_naming_the_file_and_llvms_message(capsys, tmp_pa
     assert status == 1
     (line,) = lines
     assert line.startswith(f"error: {tmp_path / 'test.ll'}{message}")
+
+
+def test_a_nul_byte_is_an_error_of_the_library_naming_its_line_and_column():
+    """LLVM reads a C string: without the check, the module silently ended at the byte (here, in a
+    comment, before a function that was then dropped)."""
+    text = program([]) + "; the end?\0\ndefine void @after() {\n  ret void\n}\n"
+    with pytest.raises(LoweringError) as raised:
+        lower_sources([Source("a.ll", text)])
+    (diagnostic,) = raised.value.diagnostics
+    line = text.count("\n", 0, text.index("\0")) + 1
+    assert (diagnostic.source, diagnostic.line, diagnostic.column) == ("a.ll", line, 11)
+    assert (
+        str(diagnostic) == f"a.ll:{line}:11: invalid IR: a NUL byte, where LLVM would stop reading the module"
+    )
 
 
 def test_modules_that_cannot_be_linked_are_an_error(capsys, tmp_path):

@@ -148,6 +148,27 @@ done:
 """.replace("{ABORT_ARGUMENTS}", "ptr addrspace(7) %abort_buffer, ptr addrspace(4) @message, i32 %id")
 
 
+def test_a_landing_pad_keeps_its_clauses_when_its_block_is_counted() -> None:
+    """LLVM prints an invoke's destinations and a landing pad's clauses on lines of their own; read as
+    instructions of their own, a counter went between the landing pad and its `cleanup` (invalid IR)."""
+    text = (
+        "declare i32 @personality(...)\n"
+        "define void @other() {\n  ret void\n}\n"
+        "define void @main(ptr addrspace(7) %printf, i32 %id) personality ptr @personality {\n"
+        "entry:\n  invoke void @other() to label %go unwind label %caught\n"
+        "caught:\n  %pad = landingpad { ptr, i32 } cleanup\n  resume { ptr, i32 } %pad\n"
+        "go:\n  ret void\n}\n"
+    )
+    lowered = lower_sources([Source("invoke.ll", text)], instrument=True)
+    assert table_of(lowered, "instrumentation") is not None
+    assert [(block.function, block.block) for block in table_of(lowered, "instrumentation").blocks] == [
+        ("other", "%0"),
+        ("main", "entry"),
+        ("main", "caught"),
+        ("main", "go"),
+    ]
+
+
 def test_an_invocation_that_aborts_keeps_its_counts() -> None:
     result = run_sources([Source("abort.ll", ABORTING)], invocations=9, instrument=True)
     assert result.device_lost and result.loss == "shader abort"

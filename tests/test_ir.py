@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from lowering.ir.building import I32, internal_function
 from lowering.ir.debug_info import call_lines, source_location
+from lowering.ir.instructions import Instruction
 from lowering.ir.lexer import (
     bare_name,
     global_name,
@@ -22,7 +23,7 @@ from lowering.ir.lexer import (
     split_items,
     tokenize,
 )
-from lowering.ir.model import Instruction, Module
+from lowering.ir.module import Module
 from lowering.ir.types import parse_type
 from lowering.ir.values import ConstantExpression, Operand
 from lowering.lowered_module import Source
@@ -229,6 +230,98 @@ def test_the_global_fast_path_reads_as_the_lexer_does(line):
     module = Module.parse(line + "\n")
     variable = next(iter(module.globals.values()))
     assert variable.definition == variable.lexed_definition()
+
+
+# What an instruction's opcode is, whatever follows it: attachments after the operands, or after none
+# (`unreachable, !dbg !7` was once read as `unreachable,`, so validation put no check there).
+OPCODES = [
+    pytest.param("unreachable, !dbg !7", "unreachable", id="unreachable-dbg"),
+    pytest.param("unreachable, !dbg !7, !annotation !9", "unreachable", id="unreachable-two-attachments"),
+    pytest.param("unreachable", "unreachable", id="unreachable"),
+    pytest.param("ret void, !dbg !7", "ret", id="ret-dbg"),
+    pytest.param("br label %next, !dbg !7", "br", id="br-dbg"),
+    pytest.param("resume { ptr, i32 } %pad, !dbg !7", "resume", id="resume-dbg"),
+    pytest.param("switch i32 %x, label %d [\n    i32 0, label %a\n  ], !prof !9", "switch", id="switch-prof"),
+    pytest.param("fence seq_cst, !dbg !7", "fence", id="fence-dbg"),
+    pytest.param('%"a b" = add i32 1, 2, !dbg !7', "add", id="quoted-result"),
+    pytest.param("%r = tail call i32 @f(), !dbg !7", "call", id="tail-call"),
+    pytest.param("#dbg_value(i32 %x, !6, !DIExpression(), !8)", "#dbg_value", id="debug-record"),
+]
+
+
+@pytest.mark.parametrize(("line", "opcode"), OPCODES)
+def test_the_opcode_is_the_token_after_the_result_whatever_follows_it(line, opcode):
+    assert Instruction(line).opcode == opcode
+
+
+def test_an_instruction_without_operands_has_none_whatever_its_attachments():
+    bare, located = Instruction("unreachable"), Instruction("unreachable, !dbg !7, !annotation !9")
+    assert bare.operands == located.operands == []
+    assert located.attachments == {"!dbg": "!7", "!annotation": "!9"} and located.debug_node == 7
+    assert Instruction("%r = musttail call i32 @f(), !dbg !7").call_marker == "musttail"
+    assert Instruction("%r = call i32 @f()").call_marker is None
+
+
+# Every terminator with an attachment, and the instructions LLVM prints over several lines: an invoke's
+# destinations, a landing pad's clauses, a switch's cases.
+TERMINATORS = r"""
+declare i32 @f()
+declare i32 @personality(...)
+
+define i32 @main(i32 %x) personality ptr @personality !dbg !10 {
+entry:
+  %r = invoke i32 @f() to label %ok unwind label %bad, !dbg !11
+ok:
+  switch i32 %r, label %done [ i32 0, label %done
+                               i32 1, label %never ], !prof !30
+done:
+  ret i32 %r, !dbg !11
+never:
+  unreachable, !dbg !11
+bad:
+  %pad = landingpad { ptr, i32 } cleanup catch ptr null, !dbg !11
+  resume { ptr, i32 } %pad, !dbg !11
+}
+
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!2}
+!0 = distinct !DICompileUnit(language: DW_LANG_C99, file: !1, emissionKind: FullDebug)
+!1 = !DIFile(filename: "t.c", directory: "/src")
+!2 = !{i32 2, !"Debug Info Version", i32 3}
+!10 = distinct !DISubprogram(name: "main", file: !1, line: 1, unit: !0, spFlags: DISPFlagDefinition)
+!11 = !DILocation(line: 2, column: 3, scope: !10)
+!30 = !{!"branch_weights", i32 1, i32 2, i32 3}
+"""
+
+
+def test_each_block_ends_in_its_terminator_read_whole_with_its_attachments():
+    text = printed(TERMINATORS)
+    module = Module.parse(text)
+    assert str(module) == text
+    function = module.functions["main"]
+    blocks = function.blocks
+    terminators = [block.terminator for block in blocks]
+    assert [terminator.opcode for terminator in terminators] == [
+        "invoke",
+        "switch",
+        "ret",
+        "unreachable",
+        "resume",
+    ]
+    location = terminators[0].attachments["!dbg"]
+    assert [terminator.attachments for terminator in terminators] == [
+        {"!dbg": location},
+        {"!prof": terminators[1].attachments["!prof"]},
+        {"!dbg": location},
+        {"!dbg": location},
+        {"!dbg": location},
+    ]
+    assert [block.successors() for block in blocks] == [["ok", "bad"], ["done", "done", "never"], [], [], []]
+    assert terminators[0].call().callee == "@f" and terminators[0].result == "%r"
+    (pad, _) = function.block("bad").instructions
+    assert (
+        pad.opcode == "landingpad" and "catch ptr null" in pad.text and pad.attachments == {"!dbg": location}
+    )
 
 
 def tricky_function() -> tuple[Module, object]:

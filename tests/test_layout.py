@@ -179,7 +179,7 @@ def test_no_function_or_class_is_longer_than_a_screenful_or_three(path: Path) ->
 
 def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
     """The checks above find an upward import and a long function when there is one."""
-    assert _room("lowering.cli.main") > _room("lowering.devices.harness") > _room("lowering.ir.model")
+    assert _room("lowering.cli.main") > _room("lowering.devices.harness") > _room("lowering.ir.module")
     assert _room("lowering.features.races.report") > _room("lowering.features.races.runtime")
     assert _room("lowering.features.races.runtime") > _room("lowering.features.races.recording")
     assert _room("lowering.features.races") is None and _room("lowering.features.feature") is None

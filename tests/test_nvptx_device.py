@@ -33,7 +33,7 @@ from lowering.devices.harness import (
 )
 from lowering.devices.images import GUARD_BYTES
 from lowering.devices.nvptx import KERNEL_NAME, kernel_ptx
-from lowering.ir.model import Module
+from lowering.ir.module import Module
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from lowering.services.warp_aggregation import define_warp_aggregated_reserve

@@ -215,6 +215,33 @@ def test_the_command_reports_unreachable_reached_and_exits_3(tmp_path):
     ]
 
 
+# The same program with a debug location on its `unreachable`, which was then never a site: LLVM folded
+# the branch to it away, and the command exited 0.
+UNREACHABLE_LOCATED = (
+    UNREACHABLE.replace("%id) {", "%id) !dbg !10 {").replace("  unreachable\n", "  unreachable, !dbg !11\n")
+    + "!llvm.dbg.cu = !{!0}\n!llvm.module.flags = !{!2}\n"
+    + "!0 = distinct !DICompileUnit(language: DW_LANG_C99, file: !1, emissionKind: FullDebug)\n"
+    + '!1 = !DIFile(filename: "unreachable.c", directory: "/src")\n'
+    + '!2 = !{i32 2, !"Debug Info Version", i32 3}\n'
+    + '!10 = distinct !DISubprogram(name: "main", file: !1, line: 2, type: !12, unit: !0, '
+    + "spFlags: DISPFlagDefinition)\n"
+    + "!11 = !DILocation(line: 5, column: 3, scope: !10)\n"
+    + "!12 = !DISubroutineType(types: !{})\n"
+)
+
+
+def test_an_unreachable_with_a_debug_location_is_a_site_reported_at_its_source_line(tmp_path):
+    source = tmp_path / "unreachable.ll"
+    source.write_text(UNREACHABLE_LOCATED)
+    done = dprintf("run", str(source), "--validate=ub", "--invocations", "12")
+    assert done.returncode == 3
+    assert done.stdout.split() == [str(n) for n in range(6)]
+    assert done.stderr.splitlines() == [
+        "error: `unreachable` reached in @main at unreachable.c:5:3: 1 invocation, first 5",
+        "error: device lost: an invocation reached `unreachable`",
+    ]
+
+
 def test_the_unreachable_after_an_abort_is_not_a_site():
     text = (SAMPLES / "abort.ll").read_text()
     table = table_of(lower_sources([Source("abort.ll", text)], validate="ub"), "validation")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .model import Function
+from .functions import Function
 
 
 class ControlFlow:

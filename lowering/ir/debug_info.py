@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .diagnostics import SourceLocation
 from .lexer import bare_name, string_value, tokenize
-from .model import Module
+from .module import Module
 
 
 def source_location(module: Module, node: int) -> SourceLocation | None:

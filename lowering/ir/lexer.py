@@ -1,11 +1,11 @@
 """LLVM's lexical grammar, as far as a pass that reads printed modules needs it.
 
 A token is a quoted string (`"..."`, `c"..."`, `!"..."`, quoted names `@"..."` and `%"..."`; LLVM's
-lexer ends a string at the next `"`, escapes being `\\XX`), a name (`@g`, `%v`, `!dbg`, `!7`, `#0`),
-a number, a word (keywords, types, attribute names; a trailing `:` makes a label or a field name), a
-comment, or one punctuation character. Brackets are `()[]{}<>`: LLVM uses `<` and `>` only for vectors
-and packed structures. Tokens are kept with the whitespace before them, so any run of tokens gives back
-its exact text.
+lexer ends a string at the next `"`, escapes being `\\XX`), a name (`@g`, `%v`, `!dbg`, `!7`, `#0`, a
+debug record's `#dbg_value`), a number, a word (keywords, types, attribute names; a trailing `:` makes a
+label or a field name), a comment, or one punctuation character. Brackets are `()[]{}<>`: LLVM uses `<`
+and `>` only for vectors and packed structures. Tokens are kept with the whitespace before them, so any
+run of tokens gives back its exact text.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _TOKEN = re.compile(
       | c"[^"]*"                                 # string constant
       | [@%][-\w$.]+                             # global and local names
       | ![-\w$.]+                                # metadata names and references
-      | \#\d+                                    # attribute group
+      | \#\w+                                    # attribute group, debug record (`#dbg_value`)
       | -?0x[KLMHR]?[0-9A-Fa-f]+                 # hexadecimal integers and floats
       | [-+]?\d+(?:\.\d*(?:[eE][-+]?\d+)?)?:?    # decimal numbers, numbered labels
       | \.\.\.                                   # varargs
@@ -43,6 +43,17 @@ CLOSERS = frozenset(OPENERS.values())
 def tokenize(text: str) -> list[Token]:
     """The tokens of `text`, each with the whitespace before it."""
     return _TOKEN.findall(text)
+
+
+def leading_tokens(text: str, count: int) -> list[str]:
+    """The first `count` tokens of `text` (fewer when it has fewer), without lexing the rest: enough to
+    read an instruction's result and opcode, whatever follows them."""
+    tokens: list[str] = []
+    position = 0
+    while len(tokens) < count and (match := _TOKEN.match(text, position)) is not None:
+        tokens.append(match.group(2))
+        position = match.end()
+    return tokens
 
 
 def text_of(tokens: list[Token], start: int = 0, end: int | None = None) -> str:
@@ -134,6 +145,12 @@ def global_name(bare: str) -> str:
         for byte in bare.encode("utf-8")
     )
     return f'@"{escaped}"'
+
+
+def local_name(bare: str) -> str:
+    """The printed form of the local `bare` (`%x`, `%"a b"`, and `%0` for an unnamed one: LLVM numbers
+    the values and blocks it prints without a name)."""
+    return f"%{bare}" if bare.isdigit() else "%" + global_name(bare)[1:]
 
 
 def global_references(text: str) -> Iterator[str]:

@@ -2,7 +2,7 @@
 input file, LLVM's message and the line it quotes.
 
 The binding exposes neither address spaces nor initializers nor debug locations, and each of its
-look-ups costs microseconds, so a pass prints the module once and reads it with `model.Module`.
+look-ups costs microseconds, so a pass prints the module once and reads it with `module.Module`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 import llvmlite.binding as llvm
 
 from .diagnostics import Diagnostic, LoweringError
+from .instructions import Instruction
 
 # Without this, parsing a broken module that carries "Debug Info Version" aborts the process
 # ("Broken module found") instead of leaving the error to verify().
@@ -20,10 +21,13 @@ llvm.set_option("", "-disable-auto-upgrade-debug-info")
 _LLVM_MESSAGE = re.compile(r"^<string>:(\d+):(\d+): error: (.*)$", re.M)
 _VOID_OPCODES = frozenset({"call", "store", "br", "ret", "switch", "fence", "unreachable", "resume"})
 _ATTACHMENTS = re.compile(r"(?:, ![-\w.]+ !\d+)+$")
+_NUL_MESSAGE = "invalid IR: a NUL byte, where LLVM would stop reading the module"
 
 
 def parse_source(name: str, text: str) -> llvm.ModuleRef:
-    """Parse and verify one input module; LoweringError naming `name` and LLVM's message."""
+    """Parse and verify one input module; LoweringError naming `name` and LLVM's message, or the line
+    and column of a NUL byte."""
+    _refuse_nul(name, text)
     try:
         module = llvm.parse_assembly(text)
     except RuntimeError as failure:
@@ -57,6 +61,15 @@ def link(modules: list[llvm.ModuleRef]) -> llvm.ModuleRef:
     return first
 
 
+def _refuse_nul(name: str, text: str) -> None:
+    """LoweringError at the first NUL byte of `text`: LLVM reads the text as a C string, so the module
+    would end there without a word (an empty module, when the byte comes early)."""
+    nul = text.find("\0")
+    if nul >= 0:
+        line, column = text.count("\n", 0, nul) + 1, nul - text.rfind("\n", 0, nul)
+        raise LoweringError([Diagnostic(_NUL_MESSAGE, name, line=line, column=column)])
+
+
 def _parse_diagnostic(name: str, message: str) -> Diagnostic:
     match = _LLVM_MESSAGE.search(message)
     if match is None:
@@ -70,7 +83,7 @@ def _quoted_line(text: str | None, quoted: list[str]) -> int | None:
     wanted = {
         _ATTACHMENTS.sub("", line)
         for line in quoted
-        if line.startswith("%") or line.split(" ", 1)[0] in _VOID_OPCODES
+        if line.startswith("%") or Instruction(line).opcode in _VOID_OPCODES
     }
     if not text or not wanted:
         return None

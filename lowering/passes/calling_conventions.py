@@ -10,8 +10,8 @@ generation, naming LLVM's message.
 
 from __future__ import annotations
 
+from ..ir.instructions import Instruction
 from ..ir.lexer import without_word
-from ..ir.model import Instruction
 from ..services.context import PassContext
 
 AS_C = ("spir_func",)  # conventions compiled as the C convention on every target

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from metadata.wire import UNKNOWN_INVOCATION
 
-from ..ir.model import Block, Function, Instruction
+from ..ir.functions import Block, Function
+from ..ir.instructions import Instruction
 from ..services.buffer_accesses import all_entries
 from ..services.context import RUNTIME_BUFFER_TYPE, PassContext
 from ..services.direct_calls import DirectCalls

@@ -9,7 +9,7 @@ from metadata.errors import DprintfError
 from metadata.linking import link_tables
 from metadata.table import FormatTable, unpack_document
 
-from ..ir.model import Module
+from ..ir.module import Module
 from ..lowered_module import tables_document
 from ..services.context import PassContext
 

@@ -17,8 +17,8 @@ from metadata.errors import DprintfError
 from metadata.formats import VVL_DIALECT
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
+from ..ir.instructions import Instruction
 from ..ir.lexer import global_name
-from ..ir.model import Instruction
 from ..ir.types import parse_type
 from ..ir.values import Operand, constant_lanes
 from ..services.calls import MESSAGE, Call, crowded_functions, find_calls, other_uses

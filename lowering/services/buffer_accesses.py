@@ -16,8 +16,10 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..ir.debug_info import source_location
+from ..ir.functions import Function
+from ..ir.instructions import Instruction
 from ..ir.lexer import bare_name, tokenize
-from ..ir.model import Function, Instruction, Module
+from ..ir.module import Module
 from ..ir.reading import parse_source
 from ..ir.types import parse_type
 from ..targets.machines import inline_always

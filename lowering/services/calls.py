@@ -9,8 +9,10 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from ..ir.functions import Block, Function
+from ..ir.instructions import Instruction
 from ..ir.lexer import bare_name, global_references
-from ..ir.model import Block, Function, Instruction, Module
+from ..ir.module import Module
 from ..ir.values import Operand
 from .helpers import ABORT, PRINTF
 

@@ -14,7 +14,9 @@ from ..features import FEATURES
 from ..features.feature import LoweredPart
 from ..ir.debug_info import call_lines, source_location
 from ..ir.diagnostics import Diagnostic, LoweringError
-from ..ir.model import Block, Instruction, Module
+from ..ir.functions import Block
+from ..ir.instructions import Instruction
+from ..ir.module import Module
 from ..lowered_module import Source
 from ..options import Options
 from ..targets.target import INPUT_BUFFER_ADDRESS_SPACE, Target

@@ -11,8 +11,10 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from typing import NamedTuple
 
+from ..ir.functions import Block, Function
+from ..ir.instructions import Instruction
 from ..ir.lexer import bare_name
-from ..ir.model import Block, Function, Instruction, Module
+from ..ir.module import Module
 
 
 class DirectCall(NamedTuple):

@@ -16,8 +16,9 @@ from metadata.layout import FLOAT, INTEGER
 from metadata.table import FormatEntry
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
+from ..ir.instructions import Instruction
 from ..ir.lexer import bare_name, decode_string
-from ..ir.model import GlobalVariable, Instruction
+from ..ir.module import GlobalVariable
 from ..ir.types import parse_type
 from ..ir.values import ConstantExpression, Operand
 from .calls import Call

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from metadata.call_sites import CallSite
 
+from ..ir.instructions import Instruction
 from ..ir.lexer import global_name
-from ..ir.model import Instruction
 from ..ir.values import Operand
 from ..targets.runtime_globals import SITE_COUNTS_GLOBAL
 from .calls import Call

@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 
 from ..ir.control_flow import ControlFlow
+from ..ir.functions import Block, Function
+from ..ir.instructions import Instruction
 from ..ir.lexer import bare_name
-from ..ir.model import Block, Function, Instruction
 from .calls import CALLEE_NAMES
 
 _CALLS = frozenset({"call", "invoke", "callbr"})

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 
+from ..ir.instructions import Instruction
 from ..ir.lexer import global_name
-from ..ir.model import Instruction
 from ..ir.values import Operand
 from ..targets.runtime_globals import (
     CONSTANT_ADDRESS_SPACE,

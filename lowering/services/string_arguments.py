@@ -20,8 +20,9 @@ from metadata.cformat import NULL_STRING, UNKNOWN_STRING_INDEX
 from metadata.errors import DprintfError
 from metadata.formats import POINTER_CONVERSION, STRING_CONVERSION, parse_format
 
+from ..ir.functions import Function
+from ..ir.instructions import Instruction
 from ..ir.lexer import closing, split_list, text_of
-from ..ir.model import Function, Instruction
 from ..ir.values import Operand
 from .calls import Call
 from .context import PassContext

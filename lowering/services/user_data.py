@@ -37,8 +37,10 @@ import llvmlite.ir as ir
 from metadata.errors import DprintfError
 
 from ..ir.building import I32, I64, constant, declared, internal_function
+from ..ir.functions import Function
+from ..ir.instructions import Instruction
 from ..ir.lexer import global_name, string_value
-from ..ir.model import Function, Instruction, Module
+from ..ir.module import Module
 from ..ir.values import Operand
 
 USER_DATA_NODES = "!lgc.user.data.nodes"

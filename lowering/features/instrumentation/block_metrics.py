@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 from metadata.instrumentation.table import METRIC_NAMES
 
+from ...ir.functions import Block
+from ...ir.instructions import Instruction
 from ...ir.lexer import bare_name
-from ...ir.model import Block, Instruction
 from ...ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
 
 _BY_OPCODE = {

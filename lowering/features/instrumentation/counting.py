@@ -35,8 +35,10 @@ from typing import Any
 from metadata.instrumentation.table import BlockInfo, InstrumentationTable, LineCost
 
 from ...ir.debug_info import source_location
-from ...ir.lexer import global_name
-from ...ir.model import Block, Function, Instruction, Module, local_name
+from ...ir.functions import Block, Function
+from ...ir.instructions import Instruction
+from ...ir.lexer import global_name, local_name
+from ...ir.module import Module
 from ...ir.types import data_layout_address_space
 from ...ir.values import Operand
 from ...services.context import PassContext
@@ -77,7 +79,7 @@ def instrument_blocks(
     buffer; the table of its blocks, and the module as it was, line by line with each line's block
     (for a listing annotated with the counts). Names it adds start with `prefix`, which no global has."""
     listing = block_listing(module)
-    return _Instrumentation(module, target, data_layout, prefix).run(), listing
+    return _BlockCounting(module, target, data_layout, prefix).run(), listing
 
 
 def block_listing(module: Module) -> Listing:
@@ -99,7 +101,7 @@ def block_listing(module: Module) -> Listing:
     return tuple(lines)
 
 
-class _Instrumentation:
+class _BlockCounting:
     """One run: the module, where its allocas and globals live, the helpers, the blocks found so far."""
 
     def __init__(self, module: Module, target: Target, data_layout: str, prefix: str) -> None:
@@ -376,7 +378,7 @@ def _exits(block: Block) -> list[_Exit]:
                 found.append(_Exit(instruction, shared))
         elif opcode == "ret":
             before = instructions[index - 1] if index else None
-            if before is not None and before.text.split(" = ", 1)[-1].startswith("musttail "):
+            if before is not None and before.call_marker == "musttail":
                 found.append(_Exit(before, None))
             else:
                 found.append(_Exit(instruction, "ret"))

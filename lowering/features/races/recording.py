@@ -44,8 +44,10 @@ from metadata.races.table import (
 )
 from metadata.validation.table import Site, Unchecked
 
+from ...ir.functions import Block, Function
+from ...ir.instructions import Instruction
 from ...ir.lexer import global_name
-from ...ir.model import Block, Function, Instruction, Module
+from ...ir.module import Module
 from ...services.buffer_accesses import Access, Entry, accesses, derivations, entries, source_of
 from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
 from ...services.warp_aggregation import SHUFFLE_WHOLE_WARP

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from metadata.validation.live_ranges import HEADER_WORDS, SHADOW_COLUMN, VALIDATION_RANGES_GLOBAL
 from metadata.wire import UNKNOWN_INVOCATION
 
+from ...ir.functions import Function
+from ...ir.instructions import Instruction
 from ...ir.lexer import global_name
-from ...ir.model import Function, Instruction, Module
+from ...ir.module import Module
 from ...services.buffer_accesses import Entry
 from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
 from ...services.direct_calls import DirectCalls

@@ -39,8 +39,10 @@ from metadata.validation.live_ranges import VALIDATION_RANGES_GLOBAL
 from metadata.validation.table import BOUNDS, INIT, RANGE, UB, UNREACHABLE, Site, Unchecked, ValidationTable
 from metadata.wire import entry_header
 
+from ...ir.functions import Function
+from ...ir.instructions import Instruction
 from ...ir.lexer import bare_name, global_name
-from ...ir.model import Function, Instruction, Module
+from ...ir.module import Module
 from ...ir.types import parse_type
 from ...services.buffer_accesses import (
     Entry,
@@ -73,9 +75,9 @@ def run(context: PassContext) -> None:
     checks = frozenset(context.options.setting(NAME) or ())
     target = context.target
     table_type = target.global_pointer_type if target.resource_globals else RUNTIME_BUFFER_TYPE
-    placed = _CheckPlacement(context, checks, table_type)
-    placed.run()
-    context.parts[NAME] = placed.table()
+    module_checks = _ModuleChecks(context, checks, table_type)
+    module_checks.run()
+    context.parts[NAME] = module_checks.table()
 
 
 class _Writers:
@@ -325,7 +327,7 @@ class _AccessChecks(_Sites):
             )
 
 
-class _CheckPlacement(_AccessChecks):
+class _ModuleChecks(_AccessChecks):
     """The checks of one module: the frames, then each function's accesses and undefined behaviour."""
 
     def run(self) -> None:

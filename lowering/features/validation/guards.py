@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
-from ...ir.model import Block, Function, Instruction
+from ...ir.functions import Block, Function
+from ...ir.instructions import Instruction
 from ...ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
 from ...ir.types import parse_type
 from ...services.buffer_accesses import Access, Entry

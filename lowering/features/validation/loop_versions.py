@@ -30,8 +30,9 @@ import llvmlite.ir as ir
 
 from metadata.validation.checks import DIVISIONS
 
-from ...ir.lexer import bare_name, text_of, tokenize
-from ...ir.model import Block, Function, Instruction, local_name
+from ...ir.functions import Block, Function
+from ...ir.instructions import Instruction
+from ...ir.lexer import bare_name, local_name, text_of, tokenize
 from ...ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
 from ...ir.types import parse_type
 from ...ir.values import is_integer_constant

@@ -21,7 +21,7 @@ import numpy as np
 
 from metadata.validation.checks import DIVISIONS, FP_CONVERSIONS, SHIFTS
 
-from ...ir.model import Instruction
+from ...ir.instructions import Instruction
 from ...ir.types import parse_type
 from ...ir.values import Operand, constant_lanes
 
