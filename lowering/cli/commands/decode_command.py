@@ -26,6 +26,7 @@ from metadata.decoding.json_entries import DOCUMENT_TERMINATOR, LINE_TERMINATOR,
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.decoding.race_shadow import RaceReport, race_reports, read_shadows
 from metadata.elf_notes import read_document
+from metadata.errors import DprintfError
 from metadata.instrumentation import INSTRUMENTATION_KEY, InstrumentationError, InstrumentationTable
 from metadata.linking import FormatRegistry
 from metadata.races import RACES_KEY, SHADOW_HEADER, RaceTable
@@ -74,14 +75,22 @@ def _one_table(
     """The one ELF of `elves` whose metadata has the `key` table `option` needs, and that table (read
     by `from_document`); InputError when none or several have it."""
     tables = [
-        (name, table)
-        for name, elf in elves
-        if (table := from_document(read_document(elf, source=name))) is not None
+        (name, table) for name, elf in elves if (table := _table_of(name, elf, from_document)) is not None
     ]
     if len(tables) != 1:
         found = "none has" if not tables else f"{len(tables)} have ({', '.join(name for name, _ in tables)})"
         raise InputError(f"{option} needs one ELF with an {key} table: {found}")
     return tables[0]
+
+
+def _table_of(name: str, elf: bytes, from_document: Callable[[dict], T | None]) -> T | None:
+    """The table `from_document` reads from the ELF's metadata; InputError naming the ELF when it
+    cannot be used."""
+    document = read_document(elf, source=name)
+    try:
+        return from_document(document)
+    except DprintfError as failure:
+        raise InputError(f"{name}: {failure}") from None
 
 
 def _profile(elves: list[tuple[str, bytes]], path: str) -> Profile:
@@ -103,7 +112,8 @@ def _races(elves: list[tuple[str, bytes]], paths: list[str]) -> tuple[list[RaceR
     dumps = [(path, read_bytes(path)) for path in _shadow_files(paths)]
     shadows = read_shadows(table, dumps)
     given = {shadow.buffer.buffer for shadow in shadows}
-    warnings = [
+    warnings = [f"{name}: {message}" for message in table.warnings]
+    warnings += [
         f"{name} records buffer {buffer.buffer} ({buffer.name}), whose shadow is not given: its races "
         "are not reported"
         for buffer in table.buffers
@@ -171,8 +181,9 @@ def _decode(
     """Decode the printf and abort dumps, write their output, with the races of the shadows (None when
     none were given); the exit status."""
     registry = FormatRegistry()
-    warnings = [message for path, elf in elves for message in registry.load_elf(elf, path)] + race_warnings
-    validation = _validation_table(elves)
+    warnings = [message for path, elf in elves for message in registry.load_elf(elf, path)]
+    validation, validation_warnings = _validation_table(elves)
+    warnings += validation_warnings + race_warnings
     printf = decode_printf_buffer(
         read_bytes(args.buffer), CombinedLookup(registry, validation), capacity=args.capacity
     )
@@ -200,13 +211,25 @@ def _decode(
     return status
 
 
-def _validation_table(elves: list[tuple[str, bytes]]) -> ValidationTable:
-    """The validation sites of every ELF (read where they are; an ELF without any adds none)."""
+def _validation_table(elves: list[tuple[str, bytes]]) -> tuple[ValidationTable, list[str]]:
+    """The validation sites of every ELF (read where they are; an ELF without any adds none), and a
+    warning for each row not used and each site ID two ELFs give different sites (the first is kept)."""
     merged = ValidationTable(checks=())
+    warnings: list[str] = []
+    sources: dict[int, str] = {}
     for path, elf in elves:
-        table = ValidationTable.from_document(read_document(elf, source=path))
-        merged = merged.merged(table) if table is not None else merged
-    return merged
+        table = _table_of(path, elf, ValidationTable.from_document)
+        if table is None:
+            continue
+        warnings += [f"{path}: {message}" for message in table.warnings]
+        warnings += [
+            f"validation site {kept.index:#014x} is {kept.where()} in {sources[kept.index]} and "
+            f"{other.where()} in {path}: keeping the one from {sources[kept.index]}"
+            for kept, other in merged.collisions(table)
+        ]
+        sources.update({site.index: path for site in table.sites if site.index not in sources})
+        merged = merged.merged(table)
+    return merged, warnings
 
 
 def report_validation(sites: Sequence[CheckReport], printf: PrintfDecoding, table: ValidationTable) -> None:
