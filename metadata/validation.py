@@ -322,6 +322,14 @@ class ValidationTable:
         return any(site.kind == kind for site in self.sites)
 
 
+def site_collision_message(kept: Site, kept_source: str, other: Site, other_source: str) -> str:
+    """Two different sites with one ID, and where each comes from."""
+    return (
+        f"validation site ID {kept.index:#014x} is the {kept.kind} in {kept.where()} of {kept_source} and "
+        f"the {other.kind} in {other.where()} of {other_source}"
+    )
+
+
 class CombinedLookup:
     """The format-string table (a `FormatTable` or `FormatRegistry`) and the validation sites, as one
     table for the printf decoder."""

@@ -31,7 +31,7 @@ from metadata.instrumentation import INSTRUMENTATION_KEY, InstrumentationError, 
 from metadata.linking import FormatRegistry
 from metadata.races import RACES_KEY, SHADOW_HEADER, RaceTable
 from metadata.reports.profile import Profile
-from metadata.validation import CombinedLookup, ValidationTable, split_decoding
+from metadata.validation import CombinedLookup, ValidationTable, site_collision_message, split_decoding
 from metadata.validation_reports import CheckReport
 
 from ...devices.device import Image
@@ -109,10 +109,10 @@ def _races(elves: list[tuple[str, bytes]], paths: list[str]) -> tuple[list[RaceR
     """The races of the shadow dumps at `paths` (files, or directories of `races<N>.bin`), with the races
     table of the ELFs (one of them must have it); and a warning for each buffer with no shadow given."""
     name, table = _one_table(elves, RaceTable.from_document, RACES_KEY, "--races-shadow")
-    dumps = [(path, read_bytes(path)) for path in _shadow_files(paths)]
+    dumps, warnings = _distinct_dumps(_shadow_files(paths))
     shadows = read_shadows(table, dumps)
     given = {shadow.buffer.buffer for shadow in shadows}
-    warnings = [f"{name}: {message}" for message in table.warnings]
+    warnings = [f"{name}: {message}" for message in table.warnings] + warnings
     warnings += [
         f"{name} records buffer {buffer.buffer} ({buffer.name}), whose shadow is not given: its races "
         "are not reported"
@@ -120,6 +120,37 @@ def _races(elves: list[tuple[str, bytes]], paths: list[str]) -> tuple[list[RaceR
         if buffer.buffer not in given
     ]
     return race_reports(table, shadows), warnings
+
+
+def _distinct_dumps(paths: list[str]) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """The shadow dumps at `paths`, each once: a file given again (by any path) or a copy of one given
+    before is read once, with a warning (a shadow's header names its buffer: two buffers' differ)."""
+    dumps: list[tuple[str, bytes]] = []
+    warnings = []
+    files: dict[tuple[int, int], str] = {}
+    copies: dict[bytes, str] = {}
+    for path in paths:
+        data = read_bytes(path)
+        file = _file_identity(path)
+        if file in files:
+            warnings.append(f"--races-shadow {path} is the same file as {files[file]}: read once")
+        elif data in copies:
+            warnings.append(f"--races-shadow {path} is a copy of {copies[data]}: read once")
+        else:
+            dumps.append((path, data))
+            copies[data] = path
+            if file is not None:
+                files[file] = path
+    return dumps, warnings
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`; None for stdin or a file gone since it was read."""
+    try:
+        found = os.stat(path) if path != STDIN else None
+    except OSError:
+        return None
+    return None if found is None else (found.st_dev, found.st_ino)
 
 
 def _shadow_files(paths: list[str]) -> list[str]:
@@ -223,8 +254,7 @@ def _validation_table(elves: list[tuple[str, bytes]]) -> tuple[ValidationTable, 
             continue
         warnings += [f"{path}: {message}" for message in table.warnings]
         warnings += [
-            f"validation site {kept.index:#014x} is {kept.where()} in {sources[kept.index]} and "
-            f"{other.where()} in {path}: keeping the one from {sources[kept.index]}"
+            f"{site_collision_message(kept, sources[kept.index], other, path)}: keeping the first"
             for kept, other in merged.collisions(table)
         ]
         sources.update({site.index: path for site in table.sites if site.index not in sources})
