@@ -22,6 +22,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from metadata.call_sites import ranges_text
+
 from ...devices.device import Image
 from ...devices.harness import Ending, RunResult, run_sources
 from ...lowered_module import Source
@@ -73,13 +75,15 @@ def run(args: argparse.Namespace) -> int:
     status = EXIT_STATUS[result.ending]
     if (result.validation or result.races) and status == EXIT_OK:  # None without --validate, --races
         status = EXIT_VALIDATION_ERRORS
+    unselected = unselected_warning(args.only_invocations, args.invocations)
     if args.json or args.json_lines:
         report = run_summary(result, status)
+        report["warnings"] += unselected
         if result.profile is not None:
             report["instrumentation"] = result.profile.to_document()
         write_json(report, result.printf, lines=args.json_lines)
     else:
-        for message in result.lowering_warnings:
+        for message in [*result.lowering_warnings, *unselected]:
             warn(message)
         write_text(result.printf, verbose=args.verbose)
         report_printf(result.printf)
@@ -121,6 +125,16 @@ def run_input(
         initialised=[given for _, given in buffers],
         **printf_options(args),
     )
+
+
+def unselected_warning(listed: tuple[tuple[int, int], ...] | None, invocations: int) -> list[str]:
+    """A warning when `--only-invocations` lists none of the run's invocations `0 .. invocations-1`."""
+    if listed is None or any(low < invocations for low, _ in listed):
+        return []
+    return [
+        f"--only-invocations {ranges_text(listed)} selects none of this run's invocations, 0 to "
+        f"{invocations - 1}: no printf line is written"
+    ]
 
 
 def data_buffer(size: int, path: str | None) -> tuple[bytes, int]:
