@@ -266,3 +266,15 @@ def test_a_race_buffer_that_cannot_be_used_is_a_warning(races_run, capsys):
         f"warning: {broken}: {RACES_KEY} .buffers[1] is not used (no shadow of it can be read): "
         "it has no .name\n"
     ) in err
+
+
+def test_the_warnings_come_before_the_error_of_a_shadow_the_table_left_out(races_run, capsys):
+    elf, shadow = races_run
+    broken = mutated(elf, RACES_KEY, lambda table: table[".buffers"][0].pop(".name"))
+    status, _, err = cli(capsys, "decode", "--races-shadow", str(shadow), "--elf", str(broken))
+    assert status == 1
+    assert err == (
+        f"warning: {broken}: {RACES_KEY} .buffers[0] is not used (no shadow of it can be read): "
+        "it has no .name\n"
+        f"error: {shadow}: a shadow of buffer 0, which the table records no shadow of\n"
+    )

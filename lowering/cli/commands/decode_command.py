@@ -29,7 +29,7 @@ from metadata.elf_notes import read_document
 from metadata.errors import DprintfError
 from metadata.instrumentation import INSTRUMENTATION_KEY, InstrumentationError, InstrumentationTable
 from metadata.linking import FormatRegistry
-from metadata.races import RACES_KEY, SHADOW_HEADER, RaceTable
+from metadata.races import RACES_KEY, SHADOW_HEADER, RaceTable, ShadowError
 from metadata.reports.profile import Profile
 from metadata.validation import CombinedLookup, ValidationTable, site_collision_message, split_decoding
 from metadata.validation_reports import CheckReport
@@ -109,10 +109,15 @@ def _races(elves: list[tuple[str, bytes]], paths: list[str]) -> tuple[list[RaceR
     """The races of the shadow dumps at `paths` (files, or directories of `races<N>.bin`), with the races
     table of the ELFs (one of them must have it); and a warning for each buffer with no shadow given."""
     name, table = _one_table(elves, RaceTable.from_document, RACES_KEY, "--races-shadow")
-    dumps, warnings = _distinct_dumps(_shadow_files(paths))
-    shadows = read_shadows(table, dumps)
+    dumps, repeated = _distinct_dumps(_shadow_files(paths))
+    warnings = [f"{name}: {message}" for message in table.warnings] + repeated
+    try:
+        shadows = read_shadows(table, dumps)
+    except ShadowError:
+        for message in warnings:  # a row left out of the table may be why a shadow does not fit it
+            warn(message)
+        raise
     given = {shadow.buffer.buffer for shadow in shadows}
-    warnings = [f"{name}: {message}" for message in table.warnings] + warnings
     warnings += [
         f"{name} records buffer {buffer.buffer} ({buffer.name}), whose shadow is not given: its races "
         "are not reported"
