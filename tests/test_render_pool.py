@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from native_threads import native_thread
+from native_threads import in_a_fresh_process, native_thread
 
 from lowering.cli.main import main
 from lowering.devices.harness import run_sources
@@ -120,6 +120,7 @@ def _tasks_once_settled(seconds: float = 2.0) -> set[str]:
     return tasks
 
 
+@in_a_fresh_process  # its premise: this process runs one thread until the test starts one
 def test_a_pool_for_one_call_is_forked_only_from_a_process_with_one_python_thread():
     assert call_start_method() == "fork"
     release = threading.Event()
