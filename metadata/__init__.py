@@ -14,8 +14,8 @@ proposal. Nothing here needs llvmlite.
             log.write(chunk)
 """
 
-import importlib
-from typing import Any
+import importlib as _importlib
+import typing as _typing
 
 # name -> the module that defines it. Imported on first use, so that a driver or a tool that needs
 # one module (the errors, the wire format) does not pay for numpy, msgpack and pyelftools at start-up.
@@ -76,14 +76,15 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    """The public API, `__all__`: not the names this module uses itself, nor its submodules."""
+    return list(__all__)
