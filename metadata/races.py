@@ -239,7 +239,9 @@ class RaceTable:
 
 def _numbered_sites(found: list[Any], site_bits: int, warnings: list[str]) -> tuple[RaceSite, ...]:
     """The sites of the rows `found`, each at its `.index` (the number the shadow holds), an `unknown`
-    one where no usable row has the number; a message in `warnings` for each row not used."""
+    one where no usable row has the number; a message in `warnings` for each row not used. The numbers
+    are those of the rows, 0 to len(found) - 1, and fit `site_bits`."""
+    count = min(len(found), 1 << site_bits)
     sites: dict[int, RaceSite] = {}
     for number, row in enumerate(found):
         try:
@@ -248,14 +250,13 @@ def _numbered_sites(found: list[Any], site_bits: int, warnings: list[str]) -> tu
             warnings.append(f"{RACES_KEY} .sites[{number}] is not used: {failure}")
             continue
         index = site.site.index
-        if index >= 1 << site_bits:
+        if index >= count:
+            limit = f"the table's {site_bits} .site_bits" if index >> site_bits else f"its {len(found)} rows"
             warnings.append(
-                f"{RACES_KEY} .sites[{number}] is not used: its .index {index} does not fit the table's "
-                f"{site_bits} .site_bits"
+                f"{RACES_KEY} .sites[{number}] is not used: its .index {index} does not fit {limit}"
             )
         elif sites.setdefault(index, site) != site:
             warnings.append(
                 f"{RACES_KEY} .sites[{number}] is not used: site {index} is an earlier row's, which is kept"
             )
-    count = min(max([len(found), *(index + 1 for index in sites)]), 1 << site_bits)
     return tuple(sites.get(index) or RaceSite.unknown(index) for index in range(count))

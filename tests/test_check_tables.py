@@ -17,7 +17,7 @@ from lowering.cli.main import main
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
 from metadata.elf_notes import read_document, read_table, with_table
-from metadata.races import RACES_KEY
+from metadata.races import RACES_KEY, RaceTable
 from metadata.validation import VALIDATION_KEY
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
@@ -277,4 +277,16 @@ def test_the_warnings_come_before_the_error_of_a_shadow_the_table_left_out(races
         f"warning: {broken}: {RACES_KEY} .buffers[0] is not used (no shadow of it can be read): "
         "it has no .name\n"
         f"error: {shadow}: a shadow of buffer 0, which the table records no shadow of\n"
+    )
+
+
+def test_a_race_site_numbered_past_the_rows_is_not_used_nor_the_numbers_between(races_run):
+    document = read_document(races_run[0].read_bytes())
+    table = document[RACES_KEY]
+    table[".site_bits"] = 31
+    table[".sites"][1][".index"] = (1 << 31) - 1  # 2^31 sites would be numbered, were the rows not the limit
+    read = RaceTable.from_document(document)
+    assert read is not None and len(read.sites) == 3 and not read.sites[1].described
+    assert read.warnings == (
+        f"{RACES_KEY} .sites[1] is not used: its .index 2147483647 does not fit its 3 rows",
     )
