@@ -224,6 +224,42 @@ def test_only_invocations_without_an_invocation_id_is_an_error(tmp_path):
     assert (limited.returncode, limited.stderr) == (0, "")  # the limit needs no invocation ID
 
 
+UNREACHED = {  # a `noinline` function the entry calls, which no invocation ID can reach, and why
+    "variadic": (
+        "define void @helper(ptr addrspace(7) %buf, i32 %n, ...) noinline {",
+        "call void (ptr addrspace(7), i32, ...) @helper",
+        "it is variadic: the ID cannot be added to its parameters",
+    ),
+    "address taken": (
+        "@table = global ptr @helper\ndefine void @helper(ptr addrspace(7) %buf, i32 %n) noinline {",
+        "call void @helper",
+        "its address is taken: not every call of it can be given the ID",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", UNREACHED)
+def test_a_function_no_id_reaches_is_said_why(tmp_path, case):
+    definition, call, reason = UNREACHED[case]
+    source = tmp_path / "shader.ll"
+    source.write_text(
+        '@f = private unnamed_addr constant [7 x i8] c"hi %u\\0A\\00"\n'
+        "declare void @lgc.debug.printf(...)\n"
+        f"{definition}\n"
+        "  call void (...) @lgc.debug.printf(ptr addrspace(7) %buf, ptr @f, i32 %n)\n"
+        "  ret void\n}\n"
+        "define void @main(ptr addrspace(7) %buf, i32 %id) {\n"
+        f"  {call}(ptr addrspace(7) %buf, i32 %id)\n"
+        "  ret void\n}\n"
+    )
+    done = dprintf("lower", str(source), "--only-invocations", "0")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"error: {source}: no invocation ID reaches @helper ({reason}): --only-invocations cannot filter its "
+        "printf calls\n"
+    )
+
+
 def test_nvptx_filters_and_counts_before_the_warp_reserves():
     """The kernel the nvptx device loads: the range check, the site's counter (the runtime's global,
     renamed as PTX allows) and the reservations, each an atomic add."""
