@@ -14,8 +14,10 @@ proposal. Nothing here needs llvmlite.
             log.write(chunk)
 """
 
-import importlib
-from typing import Any
+import importlib as _importlib
+import typing as _typing
+
+from . import features as _features
 
 # name -> the module that defines it. Imported on first use, so that a driver or a tool that needs
 # one module (the errors, the wire format) does not pay for numpy, msgpack and pyelftools at start-up.
@@ -26,12 +28,7 @@ _EXPORTS = {
     "parse_message_data": "decoding.abort_buffer",
     "AbortMessageEntry": "abort_messages",
     "CallSite": "call_sites",
-    "DroppedLines": "printf_gates.line_limit",
-    "LineLimit": "printf_gates.line_limit",
     "Issue": "decoding.buffer_region",
-    "arm_metrics": "instrumentation.arm_values",
-    "arm_values": "instrumentation.arm_values",
-    "arm_values_document": "instrumentation.arm_values",
     "format_value": "cformat",
     "format_values": "cformat",
     "note_only_elf": "elf_notes",
@@ -47,13 +44,6 @@ _EXPORTS = {
     "FormatString": "formats",
     "parse_format": "formats",
     "format_string_id": "ids",
-    "BlockInfo": "instrumentation.table",
-    "InstrumentationError": "instrumentation.table",
-    "InstrumentationTable": "instrumentation.table",
-    "LineCost": "instrumentation.table",
-    "Metric": "instrumentation.table",
-    "read_counters": "instrumentation.table",
-    "read_counter_values": "instrumentation.table",
     "ArgType": "layout",
     "Layout": "layout",
     "FormatRegistry": "linking",
@@ -61,29 +51,27 @@ _EXPORTS = {
     "PrintfDecoding": "decoding.printf_buffer",
     "PrintfEntry": "decoding.printf_buffer",
     "decode_printf_buffer": "decoding.printf_buffer",
-    "BlockRow": "instrumentation.profile",
-    "LineRow": "instrumentation.profile",
-    "Listing": "instrumentation.profile",
-    "ListingLine": "instrumentation.profile",
-    "Profile": "instrumentation.profile",
-    "format_count": "instrumentation.profile",
-    "format_share": "instrumentation.profile",
-    "html_page": "instrumentation.profile_html",
     "RenderPool": "decoding.render_pool",
     "FormatEntry": "table",
     "FormatTable": "table",
 }
+_EXPORTS |= {
+    name: f"{table.package}.{module}"
+    for table in _features.FEATURE_TABLES
+    for name, module in table.exports.items()
+}
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    """The public API, `__all__`: not the names this module uses itself, nor its submodules."""
+    return list(__all__)

@@ -3,15 +3,25 @@
 Linking several ELFs or modules must not lose a string, so the same ID with different entries is a
 LinkError. A driver that loads many pipelines into one table keeps the first entry and reports the
 collision as a warning instead: the pipelines still run, and only the later string's output is at risk.
+
+The features' tables beside it (`link_check_tables`) link by what the device writes, each as its entry
+of `features.FEATURE_TABLES` says. A table whose rows are IDs the code writes into the printf buffer,
+as a format string's is, has a function that merges several ELFs' (nothing renumbered; one ID with two
+different rows is a LinkError). A table whose numbers are compiled into each shader's code, and whose
+dumps do not say which shader wrote them, cannot be renumbered, and two in one ELF could not tell their
+dumps apart: one ELF holds one, that of whichever input has it, and two inputs with different ones
+are a LinkError naming why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .elf_notes import read_table
 from .errors import LinkError
+from .features import FEATURE_TABLES
 from .table import TABLE_KEY, FormatTable, TableEntry, collision_message
 
 
@@ -113,3 +123,28 @@ class FormatRegistry:
 
 def _warning(collision: Collision) -> str:
     return f"{collision}; keeping the one from {collision.kept_source}"
+
+
+def link_check_tables(documents: Sequence[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], list[str]]:
+    """The check tables of the named metadata documents, linked (see above), as the keys of one document;
+    and the warnings of the tables that merge. LinkError naming both inputs for two different rows with
+    one ID, or two different tables of a kind one ELF holds one of."""
+    linked: dict[str, Any] = {}
+    warnings: list[str] = []
+    for table in FEATURE_TABLES:
+        having = [(source, document[table.key]) for source, document in documents if table.key in document]
+        if not having:
+            continue
+        if table.merge is not None:
+            linked[table.key], merged = table.merged(having)
+            warnings += merged
+            continue
+        different = [(source, value) for source, value in having if value != having[0][1]]
+        if different:
+            raise LinkError(
+                f"{having[0][0]} and {different[0][0]} have different {table.key} tables, and one ELF holds "
+                f"one: {table.one_shader}, and its dumps do not say which shader wrote them; decode each "
+                "shader's dumps with its own ELF"
+            )
+        linked[table.key] = having[0][1]
+    return linked, warnings

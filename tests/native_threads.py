@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import inspect
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+FRESH_PROCESS = (
+    "DPRINTF_TEST_IN_A_FRESH_PROCESS"  # names the test a process `in_a_fresh_process` started runs
+)
+ROOT = Path(__file__).resolve().parents[1]
 NO_CC = "cc not found: install Debian's gcc package (apt-get install gcc)"
 WAITER_C = r"""
 #include <pthread.h>
@@ -59,3 +67,31 @@ def native_thread(loaded: ctypes.CDLL) -> Iterator[None]:
     finally:
         os.close(reader)
         os.close(writer)
+
+
+def in_a_fresh_process(test: Callable[..., None]) -> Callable[..., None]:
+    """A test whose premise is a process that runs one thread, run in a new pytest process of its own,
+    where that holds: the tests' process may run threads that an earlier test left (the CUDA driver's,
+    once a GPU test has run), which no test can end."""
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> None:
+        if os.environ.get(FRESH_PROCESS) == test.__name__:
+            test(*args, **kwargs)
+            return
+        node = f"{inspect.getsourcefile(test)}::{test.__name__}"
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node],
+            capture_output=True,
+            text=True,
+            env={**os.environ, FRESH_PROCESS: test.__name__, "PYTHONPATH": path},
+            cwd=ROOT,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, (
+            f"{node}, in a process of its own:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+        )
+
+    return run

@@ -46,4 +46,6 @@ def line_limit(result: RunResult) -> int | None:
 def table_of(lowered: LoweredModule, name: str) -> Any:
     """A feature's table in a lowered module: `validation`, `races`, `instrumentation`, `printf gates`."""
     part = lowered.parts.get(name)
-    return part.table if name == "instrumentation" and part is not None else part
+    if part is None:
+        return None
+    return part.table if name == "instrumentation" else part.line_limit if name == "printf gates" else part

@@ -3,16 +3,18 @@ guards, overflow, ordering, concurrency, crashes and the timeout, and the device
 
 from __future__ import annotations
 
+import gc
 import importlib
 import re
 import struct
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from dprintf_ir import DECLARATIONS, PRINTF, call, run_ir, string_global
 
-from lowering.devices import harness
+from lowering.devices import harness, worker
 from lowering.devices.harness import (
     GUARD_FILL,
     DeviceError,
@@ -28,6 +30,8 @@ from metadata.decoding.buffer_builder import printf_entry
 from metadata.layout import ArgType
 from metadata.table import FormatEntry
 from metadata.wire import HEADER_BYTES, entry_dwords
+
+SAMPLES_DIRECTORY = Path(__file__).resolve().parents[1] / "samples"
 
 HEADER = struct.Struct("<QII")
 ID_LAYOUT = (ArgType("i", 32),)
@@ -270,3 +274,15 @@ def test_another_device_plugs_in_through_the_interface():
     assert "@lgc.debug.printf" not in launch.ir
     assert result.device == "replay" and result.ending is Ending.COMPLETED
     assert result.text() == "id 0\nid 1\nid 2\n"
+
+
+def test_a_worker_that_finished_is_reaped_not_left_running(recwarn):
+    """A worker closed while it exits (its job done) is kept until it has ended, and ended at exit."""
+    hello = (SAMPLES_DIRECTORY / "hello.ll").read_text()
+    for _ in range(3):
+        assert run_sources([Source("hello.ll", hello)], invocations=2).text()
+    gc.collect()
+    assert [str(warning.message) for warning in recwarn if warning.category is ResourceWarning] == []
+    exiting = list(worker._EXITING)
+    worker._end_exiting()  # what the process does at exit
+    assert all(process.returncode is not None for process in exiting) and not worker._EXITING

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from native_threads import native_thread
+from native_threads import in_a_fresh_process, native_thread
 
 from lowering.codegen.emit import compile_object
 from lowering.codegen.isolation import CodegenError, isolated
@@ -59,6 +59,7 @@ def child_has_mapped(library: Path) -> bool:
     return str(library) in isolated("reading its memory map", Path("/proc/self/maps").read_text)
 
 
+@in_a_fresh_process  # its premise: this process runs one thread until the test starts one
 def test_a_native_thread_makes_the_child_a_new_interpreter(waiter):
     loaded = ctypes.CDLL(str(waiter))
     lowered = lower_sources([Source("hello.ll", HELLO)], target="amdpal")

@@ -44,6 +44,16 @@ def test_one_module_of_metadata_imports_alone() -> None:
     assert result.stdout == "metadata.linking True\n"
 
 
+def test_dir_of_metadata_is_its_public_api() -> None:
+    probe = (
+        "import metadata, metadata.decoding.render_pool; metadata.FormatRegistry; "
+        "print(dir(metadata) == metadata.__all__ == sorted(metadata.__all__), "
+        "[name for name in ('importlib', 'Any') if hasattr(metadata, name)])"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert result.stdout == "True []\n", result.stderr
+
+
 PROFILE_DRIVER = DRIVER.split("import metadata\n")[0] + textwrap.dedent(
     """
     import metadata

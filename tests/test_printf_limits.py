@@ -75,17 +75,44 @@ def test_only_the_listed_invocations_print(listed):
 
 
 def test_the_list_is_read_as_ids_and_ranges_merged():
-    assert invocation_ranges("100-131, 0,17,18, 0x10") == ((0, 0), (16, 18), (100, 131))
-    assert invocation_ranges("4294967295") == ((4294967295, 4294967295),)
+    assert invocation_ranges("100-131, 0,17,18, 16") == ((0, 0), (16, 18), (100, 131))
+    assert invocation_ranges("4294967295, 007 - 0010") == ((7, 10), (4294967295, 4294967295))
+    assert invocation_ranges("0" * 5000) == ((0, 0),)
     for bad, reason in (("3-1", "'3-1' is not a range"), ("a", "'a' is not an invocation ID"), ("", "''")):
         with pytest.raises(ValueError, match=reason):
             invocation_ranges(bad)
 
 
+@pytest.mark.parametrize("bad", ["0x10", "1_000", "\u0661\u0662", "\uff11", "1e3", "+5", "-1", "2-0b11"])
+def test_only_ascii_decimal_digits_are_ids(bad):
+    with pytest.raises(ValueError, match=r"is not an invocation ID or a range A-B \(decimal digits\)"):
+        invocation_ranges(bad)
+
+
 def test_a_bad_list_is_a_usage_error_naming_it():
     done = dprintf("run", "limits.ll", "--only-invocations", "1,x-2")
     assert done.returncode == 2
-    assert done.stderr.endswith("argument --only-invocations: 'x-2' is not an invocation ID or a range A-B\n")
+    assert done.stderr.endswith(
+        "argument --only-invocations: 'x-2' is not an invocation ID or a range A-B (decimal digits)\n"
+    )
+
+
+def test_a_list_that_selects_none_of_the_runs_invocations_is_a_warning(tmp_path):
+    source = tmp_path / "limits.ll"
+    source.write_text(PROGRAM)
+    warning = (
+        "--only-invocations 4-9,100 selects none of this run's invocations, 0 to 3: no printf line is written"
+    )
+    done = dprintf("run", str(source), "--invocations", "4", "--only-invocations", "100,4-9")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", f"warning: {warning}\n")
+    done = dprintf("run", str(source), "--invocations", "4", "--only-invocations", "100,4-9", "--json")
+    assert (done.returncode, done.stderr) == (0, "") and json.loads(done.stdout)["warnings"] == [warning]
+    done = dprintf("run", str(source), "--invocations", "4", "--only-invocations", "3-9")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "hello 3\nstep 0 of 3\nstep 1 of 3\nstep 2 of 3\n",
+        "",
+    )
 
 
 def test_the_check_is_a_compare_per_range_before_the_reservation():
@@ -198,6 +225,42 @@ def test_only_invocations_without_an_invocation_id_is_an_error(tmp_path):
     )
     limited = dprintf("compile", str(source), "--max-lines-per-site", "2", "-o", str(tmp_path / "s.elf"))
     assert (limited.returncode, limited.stderr) == (0, "")  # the limit needs no invocation ID
+
+
+UNREACHED = {  # a `noinline` function the entry calls, which no invocation ID can reach, and why
+    "variadic": (
+        "define void @helper(ptr addrspace(7) %buf, i32 %n, ...) noinline {",
+        "call void (ptr addrspace(7), i32, ...) @helper",
+        "it is variadic: the ID cannot be added to its parameters",
+    ),
+    "address taken": (
+        "@table = global ptr @helper\ndefine void @helper(ptr addrspace(7) %buf, i32 %n) noinline {",
+        "call void @helper",
+        "its address is taken: not every call of it can be given the ID",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", UNREACHED)
+def test_a_function_no_id_reaches_is_said_why(tmp_path, case):
+    definition, call, reason = UNREACHED[case]
+    source = tmp_path / "shader.ll"
+    source.write_text(
+        '@f = private unnamed_addr constant [7 x i8] c"hi %u\\0A\\00"\n'
+        "declare void @lgc.debug.printf(...)\n"
+        f"{definition}\n"
+        "  call void (...) @lgc.debug.printf(ptr addrspace(7) %buf, ptr @f, i32 %n)\n"
+        "  ret void\n}\n"
+        "define void @main(ptr addrspace(7) %buf, i32 %id) {\n"
+        f"  {call}(ptr addrspace(7) %buf, i32 %id)\n"
+        "  ret void\n}\n"
+    )
+    done = dprintf("lower", str(source), "--only-invocations", "0")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"error: {source}: no invocation ID reaches @helper ({reason}): --only-invocations cannot filter its "
+        "printf calls\n"
+    )
 
 
 def test_nvptx_filters_and_counts_before_the_warp_reserves():

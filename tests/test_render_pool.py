@@ -5,13 +5,19 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from native_threads import native_thread
+from native_threads import in_a_fresh_process, native_thread
 
+from lowering.cli.main import main
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
 from metadata.decoding import render_pool
 from metadata.decoding.render_pool import WINDOW_PER_PROCESS, RenderPool, call_start_method
 from metadata.errors import RenderError
@@ -62,6 +68,26 @@ def test_a_rendering_process_that_dies_is_an_error_not_a_wait_for_ever():
             list(pool.render([Text("c\n")], UTF8))
 
 
+def _vanishing(task: render_pool._Task) -> str | bytes:
+    """A worker's rendering whose piece another process removes from shared memory before it is read."""
+    path = _render_to_file(task)
+    if isinstance(path, str):
+        os.unlink(path)
+    return path
+
+
+_render_to_file = render_pool._render_to_file
+
+
+def test_a_piece_that_vanishes_from_shared_memory_is_a_render_error(monkeypatch):
+    monkeypatch.setattr(render_pool, "_render_to_file", _vanishing)
+    with RenderPool(1, "fork") as pool:
+        with pytest.raises(
+            RenderError, match=r"a rendered piece of the output, \S+/0, cannot be read \(No such"
+        ):
+            list(pool.render([Text("a\n")], UTF8))
+
+
 def test_a_slow_reader_holds_no_more_than_a_window_of_rendered_pieces(monkeypatch, tmp_path):
     directories = record_directories(monkeypatch, tmp_path)
     held = []
@@ -94,6 +120,7 @@ def _tasks_once_settled(seconds: float = 2.0) -> set[str]:
     return tasks
 
 
+@in_a_fresh_process  # its premise: this process runs one thread until the test starts one
 def test_a_pool_for_one_call_is_forked_only_from_a_process_with_one_python_thread():
     assert call_start_method() == "fork"
     release = threading.Event()
@@ -125,3 +152,60 @@ def record_directories(monkeypatch, tmp_path) -> list[str]:
 
     monkeypatch.setattr(render_pool.tempfile, "mkdtemp", recorded)
     return made
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_script(path: Path, *argv: str) -> subprocess.CompletedProcess:
+    """`python path argv` with this checkout's packages first on the import path."""
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    return subprocess.run(
+        [sys.executable, str(path), *argv],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_a_pool_started_at_a_scripts_top_level_is_a_render_error_saying_what_to_do(tmp_path, method):
+    script = tmp_path / "top_level.py"
+    script.write_text(
+        f'from metadata import RenderPool\n\npool = RenderPool(4, "{method}")\nprint("started")\n'
+    )
+    done = run_script(script)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("Traceback") == 1 and "BrokenProcessPool" not in done.stderr
+    assert "leaked" not in done.stderr
+    assert done.stderr.endswith(
+        f"metadata.errors.RenderError: RenderPool(4) was started by code the main module runs when it is "
+        f"imported: its processes ({method}) import the main module again, and met the same call; start the "
+        'pool under `if __name__ == "__main__":` (or in a function called only there)\n'
+    )
+
+
+def test_the_driver_librarys_snippet_runs_as_a_script(tmp_path):
+    page = (ROOT / "docs" / "driver-library.md").read_text()
+    snippet = page.split("## Decoding buffers\n\n```python\n", 1)[1].split("```", 1)[0]
+    script, elf = tmp_path / "decode_dumps.py", tmp_path / "abort.elf"
+    script.write_text(snippet)
+    sample = ROOT / "samples" / "abort.ll"
+    assert main(["compile", str(sample), "--target", "cpu", "-o", str(elf)]) == 0
+    result = run_sources([Source(sample.name, sample.read_text())], invocations=8)
+    dumps = {name: tmp_path / f"{name}.bin" for name in ("printf", "abort")}
+    dumps["printf"].write_bytes(bytes(result.printf_buffer))
+    dumps["abort"].write_bytes(bytes(result.abort_buffer))
+    done = run_script(script, str(dumps["printf"]), str(dumps["abort"]), str(elf))
+    assert (done.returncode, done.stderr) == (0, "")
+    [message] = result.abort.messages
+    assert done.stdout == (
+        f"{result.text()}{message.text} {message.payload.hex()}\n"
+        f"{len(result.abort.message_data())} bytes of message data\n"
+    )
+    assert message.text == "invocation 3: value -20 is negative (limit 0.0)"

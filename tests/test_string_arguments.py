@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from lowering.codegen.emit import compile_assembly
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import run_sources
+from lowering.ir.diagnostics import LoweringError
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from metadata.cformat import NULL_STRING, UNKNOWN_STRING, UNKNOWN_STRING_INDEX, format_value, format_values
@@ -304,6 +305,36 @@ def test_a_string_that_is_not_constant_is_an_error_naming_the_call(case, tmp_pat
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
         f"error: {source}:9: call 1 to @lgc.debug.printf in function @main: argument 1 for '%s': {reason}\n"
+    )
+
+
+MODIFIERS = {  # a conversion of a pointer whose modifier is wrong, its arguments, and what is said
+    "%ls": ("ptr @file", "'%s' takes no length modifier in '%ls'"),
+    "%hs": ("ptr @file", "'%s' takes no length modifier in '%hs'"),
+    "%lp": ("ptr @file", "'%p' takes no length modifier in '%lp'"),
+    "%v2s": ("ptr @file", "'%s' takes no vector in '%v2s'"),
+    "%*s": ("i32 5, ptr @file", "'*' width or precision is not supported in '%*'"),
+    "%*s alone": ("ptr @file", "'*' width or precision is not supported in '%*'"),
+}
+
+
+@pytest.mark.parametrize("case", MODIFIERS)
+def test_a_wrong_modifier_of_a_pointers_conversion_is_said_not_the_pointers_type(case):
+    arguments, reason = MODIFIERS[case]
+    spec = case.split()[0]
+    text = (
+        f'@fmt = private unnamed_addr constant [{len(spec) + 4} x i8] c"<{spec}>\\0A\\00"\n'
+        '@file = private unnamed_addr constant [9 x i8] c"shader.c\\00"\n'
+        "declare void @lgc.debug.printf(...)\n"
+        "define void @main(ptr addrspace(7) %buf, i32 %id) {\n"
+        f"  call void (...) @lgc.debug.printf(ptr addrspace(7) %buf, ptr @fmt, {arguments})\n"
+        "  ret void\n}\n"
+    )
+    with pytest.raises(LoweringError) as raised:
+        lower_sources([Source("modifier.ll", text)])
+    assert str(raised.value) == (
+        f"modifier.ll:5: call 1 to @lgc.debug.printf in function @main: {reason} at offset 1 of format "
+        f"string '<{spec}>\\n'"
     )
 
 

@@ -8,13 +8,13 @@ layers point one way: command line -> harness -> devices -> this module.
 
 from __future__ import annotations
 
+import importlib
 import mmap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from metadata.errors import DprintfError
-from metadata.validation.live_ranges import LiveRange, table_bytes
 
 from ..targets.target import Target
 
@@ -63,33 +63,35 @@ class RuntimeGlobal:
 
 @dataclass(frozen=True, slots=True)
 class LiveRangeImages:
-    """The table of live ranges (SPEC 13, `metadata.validation.live_ranges`) that a device writes into image
-    `image` once it knows where the images are: for each of `ranges` (image, bytes, id), the first
-    `bytes` of that image; for each data buffer, the address of its shadow image in `shadows` (none
-    without `--validate=init`)."""
+    """A table of the live buffers (SPEC 13) that a device writes into image `image` once it knows where
+    the images are: `builder` (`module:function`, a function of the driver side) makes its bytes from
+    (begin, end, id) of each of `ranges` (image, bytes, id: the first `bytes` of that image) and from the
+    addresses of the images in `shadows`."""
 
     image: int
     ranges: tuple[tuple[int, int, int], ...]
+    builder: str
     shadows: tuple[int, ...] = ()
 
     def table(self, addresses: Sequence[int]) -> bytes:
         """The table, the images being at `addresses` on the device."""
-        ranges = (
-            LiveRange(addresses[image], addresses[image] + size, found) for image, size, found in self.ranges
-        )
-        return table_bytes(ranges, [addresses[image] for image in self.shadows])
+        module, _, name = self.builder.partition(":")
+        build = getattr(importlib.import_module(module), name)
+        ranges = ((addresses[image], addresses[image] + size, found) for image, size, found in self.ranges)
+        return bytes(build(ranges, [addresses[image] for image in self.shadows]))
 
     def to_job(self) -> dict:
         return {
             "image": self.image,
             "ranges": [list(item) for item in self.ranges],
+            "builder": self.builder,
             "shadows": list(self.shadows),
         }
 
     @classmethod
     def from_job(cls, job: dict) -> LiveRangeImages:
         ranges = tuple((image, size, found) for image, size, found in job["ranges"])
-        return cls(job["image"], ranges, tuple(job["shadows"]))
+        return cls(job["image"], ranges, job["builder"], tuple(job["shadows"]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ left them, with how it ended. The buffers are named slots (`slots`), each image 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import importlib
 import signal
@@ -89,6 +90,7 @@ class RunResult:
     data_count: int = 0  # the entry's data buffers, `data N` among the slots
     parts: Mapping[str, Any] = field(default_factory=dict)
     guards: tuple[tuple[str, Bytes], ...] = ()  # (the buffer's name in messages, its guard)
+    notes: tuple[str, ...] = ()  # what the features noted of the launch (`LaunchPlan.notes`), as warnings
     lowering_warnings: tuple[str, ...] = ()  # what the pass said of the module (LoweredModule.warnings)
 
     @property
@@ -223,7 +225,8 @@ def run_lowered(lowered: LoweredModule, *, device: str | Device = "cpu", **run_o
         plan.traps,
     )
     ran = chosen.run(launch, plan.slots.images)
-    return _result(chosen.name, ran, lowered, plan.slots.with_images(ran.images), len(run.data_buffers))
+    result = _result(chosen.name, ran, lowered, plan.slots.with_images(ran.images), len(run.data_buffers))
+    return dataclasses.replace(result, notes=tuple(plan.notes))
 
 
 def _plan(module: llvm.ModuleRef, lowered: LoweredModule, run: RunOptions) -> LaunchPlan:

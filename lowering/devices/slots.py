@@ -67,7 +67,7 @@ class LaunchPlan:
     """What the harness and the features prepare for one launch: the slots, the runtime globals, the
     images a device may keep in its own memory, the table of live ranges it fills in, whether the code
     may trap, and what the run was given (the data buffers' sizes, the bytes of each a file gave, the
-    invocations)."""
+    invocations), and what the features note of it."""
 
     module: llvm.ModuleRef
     buffer_type: str  # the target's type of a buffer pointer, as runtime globals hold one
@@ -79,6 +79,7 @@ class LaunchPlan:
     device_images: list[int] = field(default_factory=list)
     live_ranges: LiveRangeImages | None = None
     traps: bool = False
+    notes: list[str] = field(default_factory=list)  # what a feature says of the launch, as warnings
 
     def has_global(self, name: str) -> bool:
         """Whether the lowered module has the global `name` (defined or declared)."""

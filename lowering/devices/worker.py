@@ -147,6 +147,28 @@ def _close_prestarted() -> None:
     _PRESTARTED.clear()
 
 
+_EXITING: list[subprocess.Popen] = []  # workers closed once their job was done, while they still exited
+
+
+def _leave_exiting(process: subprocess.Popen) -> None:
+    """Keep a worker that has done its job and is exiting (a GPU's context takes a while to end) until it
+    has ended, without waiting for it now: those that have ended are reaped at each call, and those still
+    running when this process exits are ended then and reaped (none is left running, nor garbage
+    collected while it runs)."""
+    _EXITING[:] = [exiting for exiting in _EXITING if exiting.poll() is None]
+    _EXITING.append(process)
+    atexit.unregister(_end_exiting)  # registered once
+    atexit.register(_end_exiting)
+
+
+def _end_exiting() -> None:
+    for process in _EXITING:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    _EXITING.clear()
+
+
 class Worker:
     """A worker process started ahead of its job: the interpreter starts and imports while the harness
     lowers the module. It waits for its job on stdin; the shared file, empty until the job is known, is
@@ -178,11 +200,14 @@ class Worker:
         return _status(device, timeout, self.process.returncode, timed_out, reported, printed)
 
     def close(self) -> None:
-        """End the process if it still runs, unless it has finished its job and is only exiting; close the
-        shared file and the log."""
-        if self.process.poll() is None and not self.finished:
-            self.process.kill()
-            self.process.wait()
+        """End the process if it still runs, unless it has finished its job and is only exiting (then it is
+        reaped later: `_leave_exiting`); close the shared file and the log."""
+        if self.process.poll() is None:
+            if self.finished:
+                _leave_exiting(self.process)
+            else:
+                self.process.kill()
+                self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 stream.close()

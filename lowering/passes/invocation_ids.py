@@ -9,9 +9,10 @@ placeholder, or calls one that does, gets one more parameter, `i32 %<prefix>invo
 of it passes the caller's ID (`direct_calls`): the calls reach it whatever their depth.
 
 Where no ID reaches (a function nothing called, without an entry's signature, as LLPC's `amdgpu_cs`
-shaders; a function whose address is taken, whose calls cannot all be given the ID) the value is
-`wire.UNKNOWN_INVOCATION`: with `--only-invocations` an error naming the function, which could not
-be filtered; with `--verbose` alone a warning. A dead copy of an inlined function says nothing.
+shaders; a function whose address is taken, whose calls cannot all be given the ID; a variadic one,
+whose parameters cannot be added to) the value is `wire.UNKNOWN_INVOCATION`: with `--only-invocations`
+an error naming the function and which of these it is, which could not be filtered; with `--verbose`
+alone a warning. A dead copy of an inlined function says nothing.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def run(context: PassContext) -> None:
         reached = function.name in values
         dead = function.name in called and references[function.name] <= 1
         if not reached and not dead and (function.name in holding or function.name in calling):
-            _report(context, function)
+            _report(context, function, _unreached(function, calls))
     module.remove(module.functions[placeholder])
 
 
@@ -81,12 +82,19 @@ def _give_ids(
         ]
 
 
-def _report(context: PassContext, function: Function) -> None:
+def _unreached(function: Function, calls: DirectCalls) -> str:
+    """Why no invocation ID reaches `function`, which holds a placeholder or calls one that does."""
+    sites = calls.sites.get(function.name, ())
+    if sites and "..." in [parameter.text for parameter in function.parameters]:
+        return "it is variadic: the ID cannot be added to its parameters"
+    if calls.references[function.name] > 1 + len(sites):
+        return "its address is taken: not every call of it can be given the ID"
+    return "not an entry taking `i32 %invocation_id` after its buffers, nor called by one"
+
+
+def _report(context: PassContext, function: Function, reason: str) -> None:
     """A function whose printf calls run without an invocation ID: an error to filter, else a warning."""
-    why = (
-        f"no invocation ID reaches @{function.name} (not an entry taking `i32 %invocation_id` after its "
-        "buffers, nor called by one)"
-    )
+    why = f"no invocation ID reaches @{function.name} ({reason})"
     if context.helpers.gate is not None and context.helpers.gate.invocations is not None:
         context.problem(None, f"{why}: --only-invocations cannot filter its printf calls")
     else:

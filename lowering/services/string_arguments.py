@@ -57,13 +57,14 @@ class StringArguments:
     def pass_arguments(self, call: Call, string: str, arguments: list[Operand]) -> Passed:
         """How `arguments` of a call with format `string` reach its helper. A `%s` argument that is no
         constant string is a problem of the call (its operand then `i32 0`, so that nothing else is
-        said of it); what does not parse is left to the entry's own check."""
+        said of it); what does not parse is left to the entry's own check, which names the conversion
+        (`%ls`, `%v2s`, `%*s`): a pointer then passes as `%p`'s would, not blamed for the string."""
         try:
             letters = [
                 conversion.conversion for conversion in parse_format(string, self._dialect).conversions
             ]
         except DprintfError:
-            letters = []
+            letters = [POINTER_CONVERSION] * len(arguments)
         operands, passing, instructions = [], [], []
         strings: dict[str, int] = {}
         for position, operand in enumerate(arguments, start=1):

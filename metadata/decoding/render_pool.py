@@ -41,6 +41,7 @@ from ..errors import RenderError
 from .helper_process import become_helper, single_threaded
 
 START_METHODS = ("forkserver", "fork", "spawn")
+IMPORTING_MAIN_EXIT = 75  # a worker that met a pool's start while importing the main module ends so
 PRELOADED_MODULES = [f"{__package__}.printf_buffer"]  # what the forkserver imports before it forks
 WINDOW_PER_PROCESS = 2  # pieces given out ahead of the one awaited, per process
 SHARED_MEMORY_DIRECTORY = "/dev/shm"  # where the pieces are left, when it exists (else the temp directory)
@@ -67,6 +68,8 @@ class RenderPool:
             raise ValueError(f"a render pool needs at least one process, not {processes}")
         if start_method not in START_METHODS:
             raise ValueError(f"unknown start method {start_method!r}: one of {', '.join(START_METHODS)}")
+        if _importing_main():
+            os._exit(IMPORTING_MAIN_EXIT)  # a worker of a pool started at a script's top level: see below
         context = multiprocessing.get_context(start_method)
         if start_method == "forkserver":
             context.set_forkserver_preload(PRELOADED_MODULES)
@@ -74,8 +77,20 @@ class RenderPool:
         self._directories: set[str] = set()
         remove_orphans()
         self._executor = ProcessPoolExecutor(processes, mp_context=context, initializer=become_helper)
-        for answer in [self._executor.submit(abs, number) for number in range(processes)]:
-            answer.result()  # every worker started
+        answers = [self._executor.submit(abs, number) for number in range(processes)]
+        workers = list((getattr(self._executor, "_processes", None) or {}).values())
+        try:
+            for answer in answers:
+                answer.result()  # every worker started
+        except BrokenProcessPool:
+            self.stop()
+            if IMPORTING_MAIN_EXIT in {worker.exitcode for worker in workers}:
+                raise RenderError(
+                    f"RenderPool({processes}) was started by code the main module runs when it is imported: "
+                    f"its processes ({start_method}) import the main module again, and met the same call; "
+                    'start the pool under `if __name__ == "__main__":` (or in a function called only there)'
+                ) from None
+            raise RenderError(f"the render pool's processes could not start ({start_method})") from None
 
     def render(self, pieces: Iterable[Piece], encoding: Encoding) -> Iterator[bytes]:
         """The text of each piece, encoded, in order, each as soon as it and those before it are done.
@@ -140,6 +155,14 @@ class RenderPool:
             self.stop()
 
 
+def _importing_main() -> bool:
+    """Whether this process is a new worker importing its parent's main module (spawn and forkserver
+    start each worker so), as multiprocessing marks it (`multiprocessing.spawn._check_not_importing_main`).
+    A pool started then, at a script's top level, would start workers that do the same, without end:
+    the worker ends at once, quietly, and the pool that started it raises the RenderError that says why."""
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+
+
 def call_start_method() -> str:
     """How to start a pool for one call: `fork` while this process runs one thread, native ones included
     (the cheapest start), else `forkserver`, since another thread may hold a lock that the child would
@@ -178,12 +201,19 @@ def _result(future: Future) -> str | bytes:
 
 
 def _collect(result: str | bytes) -> bytes:
-    """A piece's bytes, read from the file a worker left them in (removed), or as they came back."""
+    """A piece's bytes, read from the file a worker left them in (removed), or as they came back;
+    RenderError when the file cannot be read (removed from shared memory by another process)."""
     if isinstance(result, bytes):
         return result
-    with open(result, "rb") as file:
-        data = file.read()
-    os.unlink(result)
+    try:
+        with open(result, "rb") as file:
+            data = file.read()
+        os.unlink(result)
+    except OSError as failure:
+        raise RenderError(
+            f"a rendered piece of the output, {result}, cannot be read ({failure.strerror or failure}; did "
+            "something remove it from shared memory?): the output stops here"
+        ) from None
     return data
 
 

@@ -127,12 +127,13 @@ class RaceAccess:
         return f"{self.site.describe()} (invocation {self.invocation})"
 
     def to_document(self) -> dict[str, Any]:
-        site = self.site.site
+        """The access in a race's JSON; a site the table does not describe has only its number."""
+        site, described = self.site.site, self.site.described
         return {
             "site": site.index,
-            "kind": site.kind,
-            "access": self.site.access,
-            "function": site.function,
+            "kind": site.kind if described else None,
+            "access": self.site.access if described else None,
+            "function": site.function if described else None,
             "source": site.source,
             "invocation": self.invocation,
         }
@@ -145,16 +146,13 @@ class RaceReport:
 
     kind: str
     buffer: int
+    buffer_name: str  # its IR name, as the table's shadow buffer gives it
     buffer_bytes: int
     least_offset: int
     greatest_offset: int
     first: RaceAccess
     second: RaceAccess
     words: int
-
-    @property
-    def buffer_name(self) -> str:
-        return self.first.site.site.buffer_name
 
     def line(self) -> str:
         """The `error:` line of SPEC section 12, without the prefix."""
@@ -251,6 +249,7 @@ def _group(
         RaceReport(
             kind,
             shadow.buffer.buffer,
+            shadow.buffer.name,
             shadow.buffer_bytes,
             int(words[lowest]) * WORD_BYTES,
             int(words[highest]) * WORD_BYTES,

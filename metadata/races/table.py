@@ -44,10 +44,12 @@ shadow (a buffer only ever read cannot race); a buffer records only the classes 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DprintfError
+from ..table_rows import RowError, integer, is_text, list_of, rows, shown
+from ..table_rows import field as row_field
 from ..validation.table import Site, Unchecked
 
 RACES_KEY = "amdpal.races"
@@ -59,12 +61,15 @@ SLOT_BYTES = 8  # a class and word: u32 greatest, u32 notLeast (in two arrays of
 WORD_BYTES = 4
 WARP_WORDS = 32  # the words of a group: a warp's lanes, one word each
 PACKED_LIMIT = (1 << 32) - 3  # the greatest packed (invocation, site): neither its key nor ~key is 0
+MAX_SITE_BITS = 31  # a packed value keeps at least one bit for the invocation
 _RANGE_KINDS = frozenset({"memcpy", "memmove"})  # a site reads or writes a range: its class says which
+
 RACES_SHADOW_GLOBAL = "lgc.races.shadow"  # each data buffer's shadow, `[K x ptr]` (SPEC 12)
 
 
 class ShadowError(DprintfError):
-    """A shadow dump that does not have the layout the table gives it."""
+    """A shadow dump that does not have the layout the table gives it, or an `amdpal.races` table that
+    cannot be used at all (a row that cannot be is a warning)."""
 
 
 def merge(greatest: int, not_least: int, packed: int) -> tuple[int, int]:
@@ -95,16 +100,26 @@ class RaceSite:
 
     site: Site
     access: str
+    described: bool = True  # False: a number the table has no usable row for (`unknown`)
 
     def to_map(self) -> dict[str, Any]:
         return {**self.site.to_map(), ".access": self.access}
 
     @classmethod
-    def from_map(cls, found: dict[str, Any]) -> RaceSite:
-        return cls(Site.from_map(found), found[".access"])
+    def from_map(cls, found: Any) -> RaceSite:
+        """The site a table's row describes; RowError saying which key is missing or wrong."""
+        site = Site.from_map(found)
+        return cls(site, row_field(found, ".access", CLASSES.__contains__, f"one of {', '.join(CLASSES)}"))
+
+    @classmethod
+    def unknown(cls, number: int) -> RaceSite:
+        """A site number the shadow may hold but the table does not describe (its row was unusable)."""
+        return cls(Site(number, "access", None, -1, "", "", None), "", described=False)
 
     def describe(self) -> str:
         """`store in @main at k.c:12:5`; a memcpy's read and write are told apart."""
+        if not self.described:
+            return f"site {self.site.index} (not described by the {RACES_KEY} table)"
         kind = self.site.kind
         what = f"{kind} {self.access}" if kind in _RANGE_KINDS else kind
         return f"{what} in {self.site.where()}"
@@ -136,11 +151,20 @@ class ShadowBuffer:
         return {".buffer": self.buffer, ".name": self.name, ".classes": list(self.classes)}
 
     @classmethod
-    def from_map(cls, found: dict[str, Any]) -> ShadowBuffer:
-        classes = tuple(found[".classes"])
-        if not set(classes) <= set(CLASSES) or list(classes) != sorted(classes, key=CLASSES.index):
-            raise ShadowError(f"{RACES_KEY}: buffer {found['.buffer']} has classes {list(classes)}")
-        return cls(found[".buffer"], found[".name"], classes)
+    def from_map(cls, found: Any) -> ShadowBuffer:
+        """The buffer a table's row describes; RowError saying which key is missing or wrong."""
+        if not isinstance(found, dict):
+            raise RowError(f"it is {shown(found)}, not a map")
+        position = row_field(found, ".buffer", integer(0, (1 << 32) - 1), "a buffer's position")
+        name = row_field(found, ".name", is_text, "a string")
+        classes = row_field(
+            found, ".classes", list_of(CLASSES.__contains__), f"a list of {', '.join(CLASSES)}"
+        )
+        if not classes or classes != sorted(set(classes), key=CLASSES.index):
+            raise RowError(
+                f"its .classes {classes} are not some of {', '.join(CLASSES)}, once each, in this order"
+            )
+        return cls(position, name, tuple(classes))
 
 
 @dataclass(frozen=True)
@@ -152,6 +176,7 @@ class RaceTable:
     buffers: tuple[ShadowBuffer, ...] = ()
     site_bits: int = 0
     unrecorded: tuple[Unchecked, ...] = ()
+    warnings: tuple[str, ...] = field(default=(), compare=False)  # read from a document: rows not used
 
     @property
     def max_invocations(self) -> int:
@@ -175,23 +200,65 @@ class RaceTable:
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> RaceTable | None:
-        """The table of a metadata document; None without one; ShadowError for one of another shape."""
+        """The table of a metadata document; None without one. A row that cannot be used is left out
+        with a message in `warnings`: a site's number then stands for an `unknown` site, whose races
+        are still reported. ShadowError when the table itself cannot be used."""
         found = document.get(RACES_KEY)
         if found is None:
             return None
+        if not isinstance(found, dict) or not integer(VERSION, VERSION)(found.get(".version")):
+            raise ShadowError(f"{RACES_KEY} is not a map of .version {VERSION}")
         try:
-            sites = tuple(RaceSite.from_map(site) for site in found.get(".sites", []))
-            table = cls(
-                sites,
-                tuple(ShadowBuffer.from_map(buffer) for buffer in found.get(".buffers", [])),
-                int(found.get(".site_bits", 0)),
-                tuple(
-                    Unchecked(item[".function"], item.get(".source"), item[".count"])
-                    for item in found.get(".unrecorded", [])
-                ),
+            site_bits = row_field(found, ".site_bits", integer(0, MAX_SITE_BITS), f"0 to {MAX_SITE_BITS}")
+            site_rows, buffer_rows = rows(found, ".sites"), rows(found, ".buffers")
+            unrecorded_rows = rows(found, ".unrecorded")
+        except RowError as failure:
+            raise ShadowError(f"{RACES_KEY} cannot be used: {failure}") from None
+        warnings: list[str] = []
+        sites = _numbered_sites(site_rows, site_bits, warnings)
+        buffers: dict[int, ShadowBuffer] = {}
+        for number, row in enumerate(buffer_rows):
+            try:
+                buffer = ShadowBuffer.from_map(row)
+            except RowError as failure:
+                warnings.append(
+                    f"{RACES_KEY} .buffers[{number}] is not used (no shadow of it can be read): {failure}"
+                )
+                continue
+            if buffers.setdefault(buffer.buffer, buffer) != buffer:
+                warnings.append(
+                    f"{RACES_KEY} .buffers[{number}] is not used: buffer {buffer.buffer} is an earlier "
+                    "row's, which is kept"
+                )
+        unrecorded = []
+        for number, row in enumerate(unrecorded_rows):
+            try:
+                unrecorded.append(Unchecked.from_map(row))
+            except RowError as failure:
+                warnings.append(f"{RACES_KEY} .unrecorded[{number}] is not used: {failure}")
+        return cls(sites, tuple(buffers.values()), site_bits, tuple(unrecorded), tuple(warnings))
+
+
+def _numbered_sites(found: list[Any], site_bits: int, warnings: list[str]) -> tuple[RaceSite, ...]:
+    """The sites of the rows `found`, each at its `.index` (the number the shadow holds), an `unknown`
+    one where no usable row has the number; a message in `warnings` for each row not used. The numbers
+    are those of the rows, 0 to len(found) - 1, and fit `site_bits`."""
+    count = min(len(found), 1 << site_bits)
+    sites: dict[int, RaceSite] = {}
+    for number, row in enumerate(found):
+        try:
+            site = RaceSite.from_map(row)
+        except RowError as failure:
+            warnings.append(f"{RACES_KEY} .sites[{number}] is not used: {failure}")
+            continue
+        index = site.site.index
+        if index >= count:
+            limit = f"the table's {site_bits} .site_bits" if index >> site_bits else f"its {len(found)} rows"
+            warnings.append(
+                f"{RACES_KEY} .sites[{number}] is not used: its .index {index} does not fit {limit}"
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as failure:
-            raise ShadowError(f"{RACES_KEY} is not a table of SPEC 12: {failure!r}") from None
-        if [site.site.index for site in sites] != list(range(len(sites))):
-            raise ShadowError(f"{RACES_KEY}: the sites are not numbered 0, 1, ... in order")
-        return table
+        elif sites.setdefault(index, site) != site:
+            warnings.append(
+                f"{RACES_KEY} .sites[{number}] is not used: site {index} is an earlier row's, which is kept"
+            )
+    return tuple(sites.get(index) or RaceSite.unknown(index) for index in range(count))

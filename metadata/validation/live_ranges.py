@@ -100,6 +100,12 @@ class LiveRange:
     id: int
 
 
+def placed_table(ranges: Iterable[tuple[int, int, int]], shadows: Sequence[int]) -> bytes:
+    """The table of `ranges` (begin, end, id) and `shadows` once a device placed the buffers: what it
+    writes into the table's buffer (`devices.device.LiveRangeImages.builder`)."""
+    return table_bytes((LiveRange(begin, end, found) for begin, end, found in ranges), shadows)
+
+
 def table_bytes(ranges: Iterable[LiveRange], shadows: Sequence[int] = ()) -> bytes:
     """The table of `ranges` (sorted here) and the data buffers' `shadows` (addresses; 0 for none).
     ValueError for an empty or overlapping range."""

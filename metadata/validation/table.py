@@ -13,16 +13,20 @@ and reports each site once (`validation_reports`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..decoding.printf_buffer import PrintfDecoding
+from ..errors import DprintfError
 from ..ids import format_string_id
 from ..layout import FLOAT, Layout, parse_layout, sixty_four_bit_mask
 from ..table import FormatEntry, FormatTable, TableEntry
-from ..wire import entry_dwords
+from ..table_rows import RowError, integer, is_text, list_of, optional, rows, shown
+from ..table_rows import field as row_field
+from ..wire import ID_MASK, entry_dwords
 from .checks import BOUNDS, FP_CONVERSIONS, INIT, RANGE, UB, UNREACHABLE
 from .reports import CheckReport, reports_of
 
@@ -44,6 +48,22 @@ _LAYOUTS = {
 }
 _FP_LAYOUT = parse_layout("i32,f64")  # invocation ID, the value converted
 _UNREACHABLE_LAYOUT = parse_layout("i32")
+_SITE_CHECKS = (BOUNDS, RANGE, UB, INIT)
+_U64 = integer(0, (1 << 64) - 1)
+
+
+def _is_buffer(value: Any) -> bool:
+    """A site's `.buffer`: [position among the data buffers (-1: none), IR name]."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and integer(-1, (1 << 32) - 1)(value[0])
+        and is_text(value[1])
+    )
+
+
+class ValidationTableError(DprintfError):
+    """An `amdpal.validation` table that cannot be used at all (a row that cannot be is a warning)."""
 
 
 def record_layout(check: str, kind: str) -> Layout:
@@ -109,18 +129,23 @@ class Site:
         return found
 
     @classmethod
-    def from_map(cls, found: dict[str, Any]) -> Site:
-        buffer, name = found[".buffer"]
+    def from_map(cls, found: Any) -> Site:
+        """The site a table's row describes; RowError saying which key is missing or wrong."""
+        if not isinstance(found, dict):
+            raise RowError(f"it is {shown(found)}, not a map")
+        buffer, name = row_field(found, ".buffer", _is_buffer, "[position, IR name]")
         return cls(
-            found[".index"],
-            found[".kind"],
-            found[".bytes"],
+            row_field(found, ".index", integer(0, ID_MASK), "a 48-bit ID"),
+            row_field(found, ".kind", is_text, "a string"),
+            row_field(found, ".bytes", optional(_U64), "a size in bytes or nil"),
             buffer,
             name,
-            found[".function"],
-            found.get(".source"),
-            found.get(".check", BOUNDS),
-            found.get(".type"),
+            row_field(found, ".function", is_text, "a string"),
+            row_field(found, ".source", optional(is_text), "a string", None),
+            row_field(
+                found, ".check", _SITE_CHECKS.__contains__, f"one of {', '.join(_SITE_CHECKS)}", BOUNDS
+            ),
+            row_field(found, ".type", optional(is_text), "a string", None),
         )
 
     @property
@@ -155,6 +180,18 @@ class Unchecked:
             found[".reason"] = self.reason
         return found
 
+    @classmethod
+    def from_map(cls, found: Any) -> Unchecked:
+        """The row of `.unchecked` (or races' `.unrecorded`); RowError saying which key is wrong."""
+        if not isinstance(found, dict):
+            raise RowError(f"it is {shown(found)}, not a map")
+        return cls(
+            row_field(found, ".function", is_text, "a string"),
+            row_field(found, ".source", optional(is_text), "a string", None),
+            row_field(found, ".count", _U64, "a count"),
+            row_field(found, ".reason", optional(is_text), "a string", None),
+        )
+
 
 @dataclass(frozen=True)
 class ValidationTable:
@@ -166,6 +203,7 @@ class ValidationTable:
     removed: int = 0
     checks: tuple[str, ...] = (BOUNDS,)
     buffer_names: tuple[str, ...] = ()  # the entry's data buffers, as reports name them
+    warnings: tuple[str, ...] = field(default=(), compare=False)  # read from a document: rows not used
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -181,25 +219,72 @@ class ValidationTable:
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> ValidationTable | None:
+        """The table of a metadata document, None without one. A row that cannot be used is left out
+        with a message in `warnings` (a site's second row with its ID and other fields too);
+        ValidationTableError when the table itself cannot be."""
         found = document.get(VALIDATION_KEY)
         if found is None:
             return None
+        if not isinstance(found, dict) or not integer(VERSION, VERSION)(found.get(".version")):
+            raise ValidationTableError(f"{VALIDATION_KEY} is not a map of .version {VERSION}")
+        try:
+            site_rows, unchecked_rows = rows(found, ".sites"), rows(found, ".unchecked")
+            removed = row_field(found, ".removed", _U64, "a count", 0)
+            checks = row_field(found, ".checks", list_of(is_text), "a list of strings", [BOUNDS])
+            names = row_field(found, ".buffers", list_of(is_text), "a list of strings", [])
+        except RowError as failure:
+            raise ValidationTableError(f"{VALIDATION_KEY} cannot be used: {failure}") from None
+        warnings: list[str] = []
+        sites: dict[int, Site] = {}
+        for number, row in enumerate(site_rows):
+            try:
+                site = Site.from_map(row)
+            except RowError as failure:
+                warnings.append(f"{VALIDATION_KEY} .sites[{number}] is not used: {failure}")
+                continue
+            known = sites.setdefault(site.index, site)
+            if known != site:
+                warnings.append(
+                    f"{VALIDATION_KEY} .sites[{number}] is not used: its ID {site.index:#014x} is an earlier "
+                    "site's, which is kept"
+                )
+        unchecked = []
+        for number, row in enumerate(unchecked_rows):
+            try:
+                unchecked.append(Unchecked.from_map(row))
+            except RowError as failure:
+                warnings.append(f"{VALIDATION_KEY} .unchecked[{number}] is not used: {failure}")
         return cls(
-            tuple(Site.from_map(site) for site in found.get(".sites", [])),
-            tuple(
-                Unchecked(item[".function"], item.get(".source"), item[".count"], item.get(".reason"))
-                for item in found.get(".unchecked", [])
-            ),
-            found.get(".removed", 0),
-            tuple(found.get(".checks", [BOUNDS])),
-            tuple(found.get(".buffers", [])),
+            tuple(sites.values()), tuple(unchecked), removed, tuple(checks), tuple(names), tuple(warnings)
         )
 
     def merged(self, other: ValidationTable) -> ValidationTable:
-        """The sites of both tables (another ELF's), this one's names first."""
-        names = self.buffer_names or other.buffer_names
+        """The sites of both tables (another ELF's; sites are IDs, which the code writes, so nothing is
+        renumbered): a site of both is one, and of two sites with one ID (`collisions`) this table's is
+        kept. The data buffers keep the names both tables give them (the leading positions where they
+        agree; a report names the others by position)."""
+        known = {site.index for site in self.sites}
+        sites = self.sites + tuple(site for site in other.sites if site.index not in known)
         checks = tuple(dict.fromkeys((*self.checks, *other.checks)))
-        return ValidationTable(self.sites + other.sites, (), 0, checks, names)
+        unchecked = self.unchecked + other.unchecked
+        return ValidationTable(
+            sites, unchecked, self.removed + other.removed, checks, self.common_names(other)
+        )
+
+    def collisions(self, other: ValidationTable) -> list[tuple[Site, Site]]:
+        """The pairs of a site of this table and a different one of `other` with the same ID."""
+        mine = {site.index: site for site in self.sites}
+        return [(mine[site.index], site) for site in other.sites if mine.get(site.index, site) != site]
+
+    def common_names(self, other: ValidationTable) -> tuple[str, ...]:
+        """The data buffers' names both tables give them: up to the first position they name
+        differently (one table's name where the other has none)."""
+        names = []
+        for mine, theirs in zip_longest(self.buffer_names, other.buffer_names):
+            if mine is not None and theirs is not None and mine != theirs:
+                break
+            names.append(mine if mine is not None else theirs)
+        return tuple(names)
 
     @property
     def smallest_record_dwords(self) -> int:
@@ -208,6 +293,14 @@ class ValidationTable:
 
     def has_kind(self, kind: str) -> bool:
         return any(site.kind == kind for site in self.sites)
+
+
+def site_collision_message(kept: Site, kept_source: str, other: Site, other_source: str) -> str:
+    """Two different sites with one ID, and where each comes from."""
+    return (
+        f"validation site ID {kept.index:#014x} is the {kept.kind} in {kept.where()} of {kept_source} and "
+        f"the {other.kind} in {other.where()} of {other_source}"
+    )
 
 
 class CombinedLookup:

@@ -825,7 +825,8 @@ def compare_gates(invocations: int, steps: int = GATE_STEPS) -> list[str]:
     counts = cupy.zeros(1, dtype=cupy.uint64)
     outputs, runs, written = {}, {}, {}
     for name, lowered in gate_variants(steps).items():
-        names = [SITE_COUNTS_GLOBAL] if lowered.parts.get("printf gates") is not None else []
+        gated = lowered.parts.get("printf gates")
+        names = [SITE_COUNTS_GLOBAL] if gated is not None and gated.line_limit is not None else []
         compiled = CudaKernel(kernel_ptx(lowered.ir, EntryPoint("main", True), runtime_globals=names))
         compiled.set_global(ptx_name(SITE_COUNTS_GLOBAL), counts.data.ptr.to_bytes(8, "little"))
         outputs[name] = out = cupy.zeros(invocations, dtype=cupy.float32)

@@ -11,8 +11,9 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from metadata.errors import DprintfError
 
@@ -23,6 +24,7 @@ from ..process_ends import EXIT_BROKEN_PIPE as EXIT_BROKEN_PIPE
 from ..process_ends import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from ..process_ends import write_stdout
 
+T = TypeVar("T")  # a feature's table (`table_of`)
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_DEVICE_LOST = 3
@@ -31,6 +33,32 @@ EXIT_FOUND_ERRORS = 4  # a feature's check found errors (`RunReport.found_errors
 
 class InputError(DprintfError):
     """A file that cannot be read, or another problem with the command's input."""
+
+
+def table_of(name: str, elf: bytes, from_document: Callable[[dict], T | None]) -> T | None:
+    """The table `from_document` reads from the metadata of the ELF `name`; InputError naming the ELF
+    when the table cannot be used at all."""
+    from metadata.elf_notes import read_document
+
+    document = read_document(elf, source=name)
+    try:
+        return from_document(document)
+    except DprintfError as failure:
+        raise InputError(f"{name}: {failure}") from None
+
+
+def one_table(
+    elves: Sequence[tuple[str, bytes]], from_document: Callable[[dict], T | None], key: str, option: str
+) -> tuple[str, T]:
+    """The one ELF of `elves` whose metadata has the `key` table `option` needs, and that table;
+    InputError when none or several have it."""
+    tables = [
+        (name, table) for name, elf in elves if (table := table_of(name, elf, from_document)) is not None
+    ]
+    if len(tables) != 1:
+        found = "none has" if not tables else f"{len(tables)} have ({', '.join(name for name, _ in tables)})"
+        raise InputError(f"{option} needs one ELF with an {key} table: {found}")
+    return tables[0]
 
 
 def options_of(command: Command) -> list[Option]:

@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json or args.json_lines:
         write_json(run_summary(result, status, reports), result.printf, lines=args.json_lines)
     else:
-        for message in [*result.lowering_warnings, *(note for report in reports for note in report.notes)]:
+        notes = (note for report in reports for note in report.notes)
+        for message in [*result.lowering_warnings, *result.notes, *notes]:
             warn(message)
         write_text(result.printf, with_sites=True)  # only entries lowered with their call site have one
         report_printf(result.printf)
@@ -152,7 +153,7 @@ def report_device(result: RunResult) -> None:
 def run_summary(result: RunResult, status: int, reports: Sequence[RunReport]) -> dict[str, Any]:
     """`dprintf decode`'s summary, with `warnings` the stores past a capacity, the features' keys, and how
     the device ended."""
-    report = summary(result.printf, result.abort, result.guard_issues, status, reports)
+    report = summary(result.printf, result.abort, [*result.guard_issues, *result.notes], status, reports)
     report["device"] = {
         "name": result.device,
         "outcome": result.ending.value,

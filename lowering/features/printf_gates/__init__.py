@@ -112,16 +112,20 @@ class PrintfGates(Feature):
         return bool(setting.takes_invocation)
 
     def after_inlining(self, context: Any, setting: Any) -> None:
-        """With a line limit, the table of the sites its counters count."""
+        """The gate, and with a line limit the table of the sites its counters count."""
         from metadata.printf_gates.line_limit import LineLimit
 
-        if setting.line_limit is not None:
-            context.parts[NAME] = LineLimit(setting.line_limit, context.gated_sites)
+        from .runtime import Gated
+
+        limit = setting.line_limit
+        context.parts[NAME] = Gated(
+            setting, LineLimit(limit, context.gated_sites) if limit is not None else None
+        )
 
     def plan_run(self, part: Any, plan: Any) -> None:
-        from .runtime import plan_counters
+        from .runtime import plan_gates
 
-        plan_counters(part, plan)
+        plan_gates(part, plan)
 
     def decode_run(self, part: Any, slots: Any, printf: Any) -> tuple[Any, Any]:
         from .runtime import dropped_lines
@@ -131,7 +135,7 @@ class PrintfGates(Feature):
     def run_report(self, run_part: Any, printf: Any) -> RunReport:
         from .runtime import run_report
 
-        return run_report(run_part)
+        return run_report(run_part) if run_part is not None else RunReport()
 
     def decode_prefixes(self, args: argparse.Namespace, printf: Any) -> tuple[bool, list[str]]:
         """`decode --verbose`: each entry with a call site prefixed; a warning when some have none."""

@@ -8,11 +8,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from metadata.elf_notes import read_document
 from metadata.races.shadow import race_reports, read_shadows
-from metadata.races.table import RACES_KEY, SHADOW_HEADER, RaceTable
+from metadata.races.table import RACES_KEY, SHADOW_HEADER, RaceTable, ShadowError
 
-from ...cli.commands import InputError, read_bytes
+from ...cli.commands import InputError, one_table, read_bytes, warn
 from ...devices.device import Image
 from ..feature import RunReport
 from .runtime import RaceRun
@@ -39,24 +38,54 @@ def dumps(run: RaceRun) -> list[tuple[str, bytes]]:
 def decode_shadows(elves: Sequence[tuple[str, bytes]], paths: Sequence[str]) -> RaceRun:
     """The races of the shadow dumps at `paths` (files, or directories of `races<N>.bin`), with the races
     table of the ELFs (one of them must have it); and a warning for each buffer with no shadow given."""
-    tables = [
-        (name, table)
-        for name, elf in elves
-        if (table := RaceTable.from_document(read_document(elf, source=name))) is not None
-    ]
-    if len(tables) != 1:
-        found = "none has" if not tables else f"{len(tables)} have ({', '.join(name for name, _ in tables)})"
-        raise InputError(f"--races-shadow needs one ELF with an {RACES_KEY} table: {found}")
-    name, table = tables[0]
-    shadows = read_shadows(table, [(path, read_bytes(path)) for path in _shadow_files(paths)])
+    name, table = one_table(elves, RaceTable.from_document, RACES_KEY, "--races-shadow")
+    dumps, repeated = _distinct_dumps(_shadow_files(paths))
+    notes = [f"{name}: {message}" for message in table.warnings] + repeated
+    try:
+        shadows = read_shadows(table, dumps)
+    except ShadowError:
+        for message in notes:  # a row left out of the table may be why a shadow does not fit it
+            warn(message)
+        raise
     given = {shadow.buffer.buffer for shadow in shadows}
-    notes = tuple(
+    notes += [
         f"{name} records buffer {buffer.buffer} ({buffer.name}), whose shadow is not given: its races "
         "are not reported"
         for buffer in table.buffers
         if buffer.buffer not in given
-    )
-    return RaceRun(tuple(race_reports(table, shadows)), notes=notes)
+    ]
+    return RaceRun(tuple(race_reports(table, shadows)), notes=tuple(notes))
+
+
+def _distinct_dumps(paths: list[str]) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """The shadow dumps at `paths`, each once: a file given again (by any path) or a copy of one given
+    before is read once, with a warning (a shadow's header names its buffer: two buffers' differ)."""
+    dumps: list[tuple[str, bytes]] = []
+    warnings = []
+    files: dict[tuple[int, int], str] = {}
+    copies: dict[bytes, str] = {}
+    for path in paths:
+        data = read_bytes(path)
+        file = _file_identity(path)
+        if file in files:
+            warnings.append(f"--races-shadow {path} is the same file as {files[file]}: read once")
+        elif data in copies:
+            warnings.append(f"--races-shadow {path} is a copy of {copies[data]}: read once")
+        else:
+            dumps.append((path, data))
+            copies[data] = path
+            if file is not None:
+                files[file] = path
+    return dumps, warnings
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`; None for stdin or a file gone since it was read."""
+    try:
+        found = os.stat(path) if path != "-" else None
+    except OSError:
+        return None
+    return None if found is None else (found.st_dev, found.st_ino)
 
 
 def _shadow_files(paths: Sequence[str]) -> list[str]:

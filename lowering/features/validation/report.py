@@ -4,14 +4,14 @@ printf buffer, taken out of its output and reported one `error:` line a site (ex
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from metadata.decoding.printf_buffer import PrintfDecoding
-from metadata.elf_notes import read_document
 from metadata.validation.checks import UNREACHABLE
 from metadata.validation.reports import CheckReport
-from metadata.validation.table import ValidationTable, split_decoding
+from metadata.validation.table import ValidationTable, site_collision_message, split_decoding
 
+from ...cli.commands import table_of
 from ..feature import RunReport
 
 
@@ -46,6 +46,7 @@ def run_report(run: ValidationRun, printf: PrintfDecoding) -> RunReport:
             "dropped is not shown (a larger --buffer-size keeps them all)"
         )
     return RunReport(
+        notes=run.table.warnings,
         errors=[report.line() for report in run.reports],
         warnings=warnings,
         document={"validation": [report.document() for report in run.reports]},
@@ -54,10 +55,21 @@ def run_report(run: ValidationRun, printf: PrintfDecoding) -> RunReport:
 
 
 def merged_tables(elves: Sequence[tuple[str, bytes]]) -> ValidationTable | None:
-    """The validation sites of every ELF (read where they are; an ELF without any adds none); None when
-    none has a site."""
+    """The validation sites of every ELF (read where they are; an ELF without any adds none), None when
+    none has a site; its `warnings` each row not used and each site ID two ELFs give different sites
+    (the first is kept)."""
     merged = ValidationTable(checks=())
+    warnings: list[str] = []
+    sources: dict[int, str] = {}
     for path, elf in elves:
-        table = ValidationTable.from_document(read_document(elf, source=path))
-        merged = merged.merged(table) if table is not None else merged
-    return merged if merged.sites else None
+        table = table_of(path, elf, ValidationTable.from_document)
+        if table is None:
+            continue
+        warnings += [f"{path}: {message}" for message in table.warnings]
+        warnings += [
+            f"{site_collision_message(kept, sources[kept.index], other, path)}: keeping the first"
+            for kept, other in merged.collisions(table)
+        ]
+        sources.update({site.index: path for site in table.sites if site.index not in sources})
+        merged = merged.merged(table)
+    return replace(merged, warnings=tuple(warnings)) if merged.sites or warnings else None

@@ -11,6 +11,7 @@ from metadata.validation.live_ranges import (
     VALIDATION_RANGE,
     VALIDATION_RANGES_GLOBAL,
     initial_shadow,
+    placed_table,
     shadow_size,
     table_size,
 )
@@ -61,4 +62,5 @@ def live_range_images(plan: LaunchPlan, written: tuple[int, ...] | None) -> Live
     bytes_ = table_size(len(ranges) + 1, len(shadows))
     table = slots.add(TABLE_SLOT, data_image(bytes(bytes_)))
     ranges.append((table, bytes_, VALIDATION_RANGE))
-    return LiveRangeImages(table, tuple(ranges), tuple(shadows))
+    builder = f"{placed_table.__module__}:{placed_table.__name__}"
+    return LiveRangeImages(table, tuple(ranges), builder, tuple(shadows))
