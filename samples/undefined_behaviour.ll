@@ -1,7 +1,8 @@
 ; Undefined behaviour caught by validation (contract section 13, docs/contract.md). Run with
 ;   dprintf run samples/undefined_behaviour.ll --validate=ub --invocations 8
 ; A failed test skips its instruction, whose result is then 0, reports its site once and lets the
-; invocation go on; the run exits with status 4.
+; invocation go on; the run exits with status 4. Without --validate=ub the division by zero traps on the
+; cpu: the worker dies with SIGFPE and the run exits with status 1.
 ; The debug information describes this source, ub.c:
 ;    1  // ub.c: a division, a shift and a conversion that some invocations get wrong
 ;    2  void main(buffer_t printf, unsigned id) {
