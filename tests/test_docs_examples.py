@@ -215,6 +215,12 @@ def skip_reason(example: Example) -> str:
     return ""
 
 
+def environment() -> dict[str, str]:
+    """The environment a command runs in: this checkout's packages first, from any directory."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path)
+
+
 class PageRun:
     """A page's commands run in order in a directory of their own, each once."""
 
@@ -232,14 +238,11 @@ class PageRun:
         return self.results[example.line]
 
     def _run(self, example: Example) -> subprocess.CompletedProcess:
-        environment = dict(
-            os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        )
         argv = [*COMMANDS[example.words[0]], *example.words[1:]]
         return subprocess.run(
             argv,
             cwd=self.directory,
-            env=environment,
+            env=environment(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             timeout=TIMEOUT,
@@ -377,9 +380,11 @@ INLINE = list(
 @pytest.mark.parametrize("page, command, status", INLINE, ids=[f"{p.name}: {c}" for p, c, _ in INLINE])
 def test_an_inline_command_of_a_sample_exits_as_its_sentence_says(page, command, status, tmp_path):
     words = shlex.split(command)
+    shutil.copytree(ROOT / "samples", tmp_path / "samples")
     result = subprocess.run(
         [*COMMANDS["dprintf"], *words[1:]],
-        cwd=ROOT,
+        cwd=tmp_path,
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
