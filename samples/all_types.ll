@@ -1,4 +1,4 @@
-; Every argument type of SPEC section 1 (i1, i8, i16, i32, i64, half, float, double) and every vector
+; Every argument type of section 1 of docs/contract.md (i1, i8, i16, i32, i64, half, float, double) and every vector
 ; width (2, 3, 4, 8, 16), each with a few conversions. The values change with the invocation ID.
 ;   dprintf run samples/all_types.ll --invocations 2
 

@@ -1,4 +1,4 @@
-; LLPC's forms (SPEC section 9), as LLPC emits them today: printf without a buffer operand, with its format
+; LLPC's forms (section 9 of docs/contract.md), as LLPC emits them today: printf without a buffer operand, with its format
 ; string in address space 0 or 4, beside the buffer-operand form; and LLPC's abort message, whose dwords
 ; are the message of the shader-abort proposal. Each invocation checks value = 100 - 40 * id:
 ;   dprintf run samples/llpc.ll --invocations 8

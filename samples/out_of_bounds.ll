@@ -1,4 +1,4 @@
-; Out-of-bounds accesses caught by validation (SPEC section 11). Run with a 4096-byte data buffer:
+; Out-of-bounds accesses caught by validation (section 11 of docs/contract.md). Run with a 4096-byte data buffer:
 ;   dprintf run samples/out_of_bounds.ll --validate --buffer 4096 --invocations 32
 ; The debug information describes this source, bounds.c:
 ;    1  // bounds.c: `out` holds at least 1024 ints (the IR says `dereferenceable(4096)`)

@@ -1,4 +1,4 @@
-; A shader to profile (SPEC section 10), with the debug information of its source, profile.c beside it:
+; A shader to profile (section 10 of docs/contract.md), with the debug information of its source, profile.c beside it:
 ; a loop whose trip count depends on the invocation (id % 8), a branch some invocations take
 ; (id % 3 == 0) into a call that is not inlined, and a printf in one invocation of sixteen (id % 16 == 3); integer,
 ; floating-point, fma, conversion, square-root, memory and branch instructions.

@@ -1,4 +1,4 @@
-; Races between invocations, found by --races (SPEC section 12): a reduction into 64 partial sums whose
+; Races between invocations, found by --races (section 12 of docs/contract.md): a reduction into 64 partial sums whose
 ; invocations add with a plain load and store (@main), and its fixed twin (@fixed), which adds with one
 ; atomic. Run with a 256-byte data buffer:
 ;   dprintf run samples/races.ll --races --buffer 256 --invocations 256
