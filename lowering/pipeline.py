@@ -11,7 +11,10 @@
     -> [a feature edits the finished module] its passes, then the tables, verify and inline again
 
 Every pass is a module with `run(context)`: it edits one `lowering.ir.Module` and shares the run's
-state (`services.context.PassContext`): the table, the helpers, the features' parts, the problems.
+state (`services.context.PassContext`): the table, the helpers, the features' parts, the problems. A
+problem travels one way: recorded in the context, directly or as a `CallProblem` raised where it is
+found and caught once per call (`PassContext.checking`); the pipeline raises them all together as one
+`LoweringError` after each step.
 No pass calls another; the order lives here, and the features are known only through their contract
 (`lowering.features.feature`).
 """
@@ -63,16 +66,19 @@ def run(sources: Sequence[Source], options: Options) -> LoweredModule:
         context.raise_problems()
     for feature, setting in enabled:
         feature.after_inlining(context, setting)
+    context.raise_problems()
     context.module.add_ir(_helpers(context))
     late = [(feature, setting) for feature, setting in enabled if feature.edits_lowered]
     if not late:
         pal_tables.run(context)
+        context.raise_problems()
     lowered = _finish(context, _in_target_address_space(str(context.module), options.target))
     if late:
         context.module = Module.parse(lowered)
         for feature, setting in late:
             feature.after_lowering(context, setting)
         pal_tables.run(context)
+        context.raise_problems()
         lowered = _finish(context, str(context.module))
     return LoweredModule(
         lowered, context.table, options.target, tuple(context.warnings), context.ordered_parts()

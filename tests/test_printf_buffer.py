@@ -381,7 +381,8 @@ def test_many_formats_take_the_set_lookup_paths():
 
 
 def reference_decode(data: bytes, table, capacity=None):
-    """The documented rules applied one entry at a time: (entries, issue offsets, dropped, unused)."""
+    """The documented rules applied one entry at a time: (entries, issue offsets, dropped, unused). The
+    entries of an ID without a decodable format are one issue, at the first of them."""
     words = words_of(data)
     if len(words) < 4:
         return None
@@ -412,6 +413,7 @@ def reference_decode(data: bytes, table, capacity=None):
     sizes = [entry_dwords(found[1]) for item in listed if isinstance(found := decodable(item.index), tuple)]
     largest = max(sizes) if sizes else 0xFFFF
     entries, issues, unused, position = [], [], 0, 0
+    skipped: set[tuple[int, str | None]] = set()
     while position < end:
         raw, size, index = header(position)
         if raw == 0:
@@ -439,8 +441,9 @@ def reference_decode(data: bytes, table, capacity=None):
             if size > entry_dwords(found[1]):
                 issues.append(position)
             entries.append((position, index, reference_values(body, position + 2, found[1])))
-        else:
-            issues.append(position)
+        elif isinstance(found, tuple) or (index, found) not in skipped:
+            issues.append(position)  # an ID without a decodable format: one issue, at its first entry
+            skipped.add((index, found))
         position += size
     return entries, issues, buffer_offset - allocated, unused
 

@@ -53,3 +53,14 @@ class LoweringError(DprintfError):
     def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
         self.diagnostics = list(diagnostics)
         super().__init__("\n".join(str(diagnostic) for diagnostic in self.diagnostics))
+
+
+class CallProblem(DprintfError):
+    """What is wrong with the call being lowered, raised where it is found (one message or several:
+    none when the call's problems are already recorded). A pass lowers each call inside
+    `services.context.PassContext.checking`, which records them as the call's and goes on to the next
+    call: the one way problems travel inside the passes, to the `LoweringError` that names them all."""
+
+    def __init__(self, *messages: str) -> None:
+        super().__init__("; ".join(messages))
+        self.messages = messages

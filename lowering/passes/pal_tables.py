@@ -24,10 +24,8 @@ def run(context: PassContext) -> None:
     if context.user_data_offset is not None:
         context.table.other_keys[USER_DATA_OFFSET_KEY] = context.user_data_offset
     extra = tables_document(context.ordered_parts().values())
-    try:
+    with context.checking(None):  # a table that does not link is the module's problem
         _add_pal_table(context.module, context.table, extra)
-    except DprintfError as failure:
-        raise context.module_error(str(failure)) from None
 
 
 def _add_pal_table(module: Module, table: FormatTable, extra: dict) -> None:

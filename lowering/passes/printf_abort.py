@@ -13,10 +13,10 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from metadata.abort_messages import AbortMessageEntry, static_problem
-from metadata.errors import DprintfError
 from metadata.formats import VVL_DIALECT
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
+from ..ir.diagnostics import CallProblem
 from ..ir.instructions import Instruction
 from ..ir.lexer import global_name
 from ..ir.types import parse_type
@@ -58,10 +58,11 @@ class _PrintfAbort:
         calls = find_calls(context.module, kinds)
         self.outlined = crowded_functions(calls, context.target.outlines_calls_above)
         for call in calls:
-            if call.kind == MESSAGE:
-                self._lower_message(call)
-            else:
-                self._lower_call(call)
+            with context.checking(call):
+                if call.kind == MESSAGE:
+                    self._lower_message(call)
+                else:
+                    self._lower_call(call)
         for problem in other_uses(context.module, kinds, calls):
             context.problem(None, problem)
         self.sites.finish()
@@ -73,9 +74,7 @@ class _PrintfAbort:
         without_buffer = _without_buffer_operand(call)
         if len(operands) < 2 and not without_buffer:
             missing = "buffer and format string operands" if not operands else "format string operand"
-            context.problem(call, f"missing the {missing}")
-            return
-        problems = len(context.problems)
+            raise CallProblem(f"missing the {missing}")
         loads: list[Instruction] = []
         if without_buffer:
             found = self.buffers.printf_buffer(call)
@@ -86,9 +85,7 @@ class _PrintfAbort:
             buffer, string_operand, rest = operands[0], operands[1], operands[2:]
         if not buffer.type.startswith("ptr"):
             context.problem(call, f"the buffer operand `{operands[0]}` is not a pointer")
-        string = self.formats.string(call, string_operand)
-        if string is None:
-            return
+        string = self.formats.string(string_operand)
         self.formats.warn_unprinted(call, string, rest)
         padding: list[Instruction] = []
         if context.options.dialect == VVL_DIALECT:
@@ -98,13 +95,9 @@ class _PrintfAbort:
         aggregated = not without_buffer and self.reservations.by_warp(call, buffer)
         per_block = not without_buffer and self.reservations.by_block(call, buffer)
         helper = self._helper(call, buffer.type, types, aggregated, per_block=per_block)
-        if helper is None or len(context.problems) > problems:
-            return
+        context.check(call)
         gated, computed, site = self.sites.operands(call) if call.kind == PRINTF else ([], [], None)
         header = self.formats.header(string, helper, passed.strings, site)
-        if isinstance(header, str):
-            context.problem(call, header)
-            return
         before = [*loads, *padding, *passed.instructions, *computed]
         self._replace(call, helper, buffer, header, [*gated, *passed.operands], before)
 
@@ -114,48 +107,37 @@ class _PrintfAbort:
         abort's does."""
         context = self.context
         if not call.operands:
-            context.problem(call, "no message: @lgc.abort.msg takes the message's dwords")
-            return
-        problems = len(context.problems)
+            raise CallProblem("no message: @lgc.abort.msg takes the message's dwords")
         dwords: list[int | None] = []
         written: list[Operand] = []
         for position, operand in enumerate(call.operands, start=1):
-            lanes = _message_dwords(operand)
-            if isinstance(lanes, str):
-                context.problem(call, f"argument {position}: {lanes}")
+            try:
+                lanes = _message_dwords(operand)
+            except CallProblem as unusable:
+                context.problem(call, f"argument {position}: {unusable}")
                 continue
             dwords += lanes
             if None in lanes:
                 written.append(operand)
-        if len(context.problems) > problems:
-            return
+        context.check(call)
         entry = AbortMessageEntry.for_dwords(dwords)
         problem = static_problem(entry)
         if problem is not None and not problem.ambiguous:
-            context.problem(call, problem.message)
-            return
+            raise CallProblem(problem.message)
         if problem is not None:
             context.warnings.append(
                 f"{context.where(call)}: {problem.message}: its text will not be formatted"
             )
         if entry.entry_dwords > MAX_ENTRY_DWORDS:
-            context.problem(
-                call,
+            raise CallProblem(
                 f"{entry.variable_dwords} dwords are not constant, more than an entry of "
-                f"{MAX_ENTRY_DWORDS} carries",
+                f"{MAX_ENTRY_DWORDS} carries"
             )
-            return
         name = f"%{context.prefix}abort.buffer.{call.ordinal}"
         buffer, loads = self.buffers.load_global(ABORT_BUFFER_GLOBAL, name, call.debug_attachment)
         types = tuple((operand.type, AS_IS) for operand in written)
         helper = self._helper(call, buffer.type, types, False, ABORT)
-        if helper is None:
-            return
-        try:
-            context.table.add(entry)
-        except DprintfError as failure:
-            context.problem(call, str(failure))
-            return
+        context.table.add(entry)  # a DprintfError is the call's problem (`PassContext.checking`)
         header = signed64(entry_header(entry.index, helper.entry_dwords))
         self._replace(call, helper, buffer, header, written, loads)
 
@@ -182,17 +164,13 @@ class _PrintfAbort:
         aggregated: bool,
         kind: str | None = None,
         per_block: bool = False,
-    ) -> Helper | None:
-        """The helper of `kind` (the call's by default); None after recording each argument that cannot
-        be passed."""
+    ) -> Helper:
+        """The helper of `kind` (the call's by default); CallProblem naming each argument that cannot be
+        passed."""
         outlined = call.function.name in self.outlined
-        helpers = self.context.helpers
-        found = helpers.get(kind or call.kind, buffer_type, types, aggregated, outlined, per_block)
-        if isinstance(found, list):
-            for reason in found:
-                self.context.problem(call, reason)
-            return None
-        return found
+        return self.context.helpers.get(
+            kind or call.kind, buffer_type, types, aggregated, outlined, per_block
+        )
 
 
 def _without_buffer_operand(call: Call) -> bool:
@@ -204,14 +182,16 @@ def _without_buffer_operand(call: Call) -> bool:
     return first.startswith("ptr") and first != RUNTIME_BUFFER_TYPE
 
 
-def _message_dwords(operand: Operand) -> list[int | None] | str:
+def _message_dwords(operand: Operand) -> list[int | None]:
     """The message dwords an `@lgc.abort.msg` operand holds: each a constant (`undef` and `poison` are
-    0, as any bytes will do there), or None when computed at run time; or why it holds none."""
+    0, as any bytes will do there), or None when computed at run time; CallProblem saying why none."""
     parsed = parse_type(operand.type)
     lanes = parsed.count if isinstance(parsed, ir.VectorType) else 1
     element = parsed.element if isinstance(parsed, ir.VectorType) else parsed
     if element != ir.IntType(32):
-        return f"type {operand.type}; @lgc.abort.msg takes i32 or vectors of i32, the message's dwords"
+        raise CallProblem(
+            f"type {operand.type}; @lgc.abort.msg takes i32 or vectors of i32, the message's dwords"
+        )
     constants = constant_lanes(operand)
     if constants is None:
         return [None] * lanes

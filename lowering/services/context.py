@@ -4,16 +4,18 @@ problem found, each located at its call (function, call, source line) for the `L
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from metadata.call_sites import CallSite
+from metadata.errors import DprintfError
 from metadata.table import FormatTable
 
 from ..features import FEATURES
 from ..features.feature import LoweredPart
 from ..ir.debug_info import call_lines, source_location
-from ..ir.diagnostics import Diagnostic, LoweringError
+from ..ir.diagnostics import CallProblem, Diagnostic, LoweringError
 from ..ir.functions import Block
 from ..ir.instructions import Instruction
 from ..ir.module import Module
@@ -96,13 +98,28 @@ class PassContext:
         """Record a problem of `call` (None: of the module); the pipeline raises them all together."""
         self.problems.append((call, message))
 
+    @contextlib.contextmanager
+    def checking(self, call: Call | None) -> Iterator[None]:
+        """Lower `call` (None: the module) in the block: a CallProblem raised in it is recorded as its
+        problem(s), and the rest of the block is skipped. A DprintfError of the driver side (a table that
+        refuses an entry) is one problem too."""
+        try:
+            yield
+        except CallProblem as problem:
+            for message in problem.messages:
+                self.problem(call, message)
+        except DprintfError as failure:
+            self.problem(call, str(failure))
+
+    def check(self, call: Call) -> None:
+        """CallProblem when problems of `call` are recorded: stop lowering it (after recording several)."""
+        if any(found is call for found, _ in self.problems):
+            raise CallProblem()
+
     def raise_problems(self) -> None:
         """LoweringError with every problem recorded, if there is one."""
         if self.problems:
             raise LoweringError([self._diagnostic(call, message) for call, message in self.problems])
-
-    def module_error(self, message: str) -> LoweringError:
-        return LoweringError([Diagnostic(message, self.module_source())])
 
     def where(self, call: Call) -> str:
         """`file:line: call N to @lgc.debug.<kind> in function @f`, for a warning about the call."""

@@ -7,6 +7,9 @@ module of many calls costs a few dictionary look-ups per call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import llvmlite.ir as ir
 
 from metadata.call_sites import CallSite
@@ -16,6 +19,7 @@ from metadata.layout import FLOAT, INTEGER
 from metadata.table import FormatEntry
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
+from ..ir.diagnostics import CallProblem
 from ..ir.instructions import Instruction
 from ..ir.lexer import bare_name, decode_string
 from ..ir.module import GlobalVariable
@@ -25,6 +29,8 @@ from .calls import Call
 from .context import PassContext
 from .helpers import Helper, signed64
 
+T = TypeVar("T")  # what a cached reading gives (`_outcome`)
+
 
 class FormatStrings:
     """The format strings of one run: operand text -> (string, or why none), the (conversions, helper)
@@ -32,19 +38,18 @@ class FormatStrings:
 
     def __init__(self, context: PassContext) -> None:
         self.context = context
-        self._strings: dict[str, tuple[str | None, str]] = {}
+        self._strings: dict[str, str | CallProblem] = {}
         self._matching: set[tuple[tuple[str, ...], Helper]] = set()
-        self._headers: dict[tuple[str, Helper, tuple[str, ...], CallSite | None], int | str] = {}
+        self._headers: dict[tuple[str, Helper, tuple[str, ...], CallSite | None], int | CallProblem] = {}
 
-    def string(self, call: Call, operand: Operand) -> str | None:
-        """The format string `operand` points at, or None after recording why it cannot be read."""
+    def string(self, operand: Operand) -> str:
+        """The format string `operand` points at; CallProblem saying why it cannot be read."""
         found = self._strings.get(operand.text)
         if found is None:
-            found = self._strings[operand.text] = self._read(operand)
-        string, reason = found
-        if string is None:
-            self.context.problem(call, reason)
-        return string
+            found = self._strings[operand.text] = _outcome(self._read, operand)
+        if isinstance(found, CallProblem):
+            raise found
+        return found
 
     def check(self, string: str, helper: Helper) -> None:
         """FormatStringError unless `string` matches the helper's layout."""
@@ -58,22 +63,22 @@ class FormatStrings:
 
     def header(
         self, string: str, helper: Helper, strings: tuple[str, ...] = (), site: CallSite | None = None
-    ) -> int | str:
+    ) -> int:
         """The entry header of `string` passed to `helper`, its `%s` arguments indexing `strings`, the
-        entry of `site` alone when given (an entry of its own with its call site; added to the table),
-        or why none."""
+        entry of `site` alone when given (an entry of its own with its call site; added to the table);
+        CallProblem saying why none."""
         key = (string, helper, strings, site)
         header = self._headers.get(key)
         if header is None:
-            header = self._headers[key] = self._new_entry(string, helper, strings, site)
+            header = self._headers[key] = _outcome(self._new_entry, string, helper, strings, site)
+        if isinstance(header, CallProblem):
+            raise header
         return header
 
-    def _new_entry(
-        self, string: str, helper: Helper, strings: tuple[str, ...], site: CallSite | None
-    ) -> int | str:
+    def _new_entry(self, string: str, helper: Helper, strings: tuple[str, ...], site: CallSite | None) -> int:
         dwords = helper.entry_dwords
         if dwords > MAX_ENTRY_DWORDS:
-            return (
+            raise CallProblem(
                 f"the entry takes {dwords} dwords, more than the {MAX_ENTRY_DWORDS} an entry header can count"
             )
         try:
@@ -81,7 +86,7 @@ class FormatStrings:
             entry = FormatEntry.for_call(string, helper.layout, self.context.options.dialect, strings, site)
             self.context.table.add(entry)
         except DprintfError as failure:
-            return str(failure)
+            raise CallProblem(str(failure)) from None
         return signed64(entry_header(entry.index, dwords))
 
     def warn_unprinted(self, call: Call, string: str, arguments: list[Operand]) -> None:
@@ -128,20 +133,27 @@ class FormatStrings:
             instructions += argument.instructions
         return adapted + arguments[len(adapted) :], instructions
 
-    def _read(self, operand: Operand) -> tuple[str | None, str]:
+    def _read(self, operand: Operand) -> str:
         if not operand.type.startswith("ptr"):
-            return None, f"the format string operand `{operand}` is not a pointer"
+            raise CallProblem(f"the format string operand `{operand}` is not a pointer")
         return self.constant_string(operand.value, FORMAT_STRING)
 
-    def constant_string(self, value: str, noun: str) -> tuple[str | None, str]:
+    def constant_string(self, value: str, noun: str) -> str:
         """The string a constant pointer `value` points at the start of (SPEC 1's reading of a format
-        string), or None and why, naming it as `noun` (FORMAT_STRING, or a `%s` argument's string)."""
-        name, reason = _global_at_byte_zero(value, noun)
-        if name is not None:
-            string, reason = _string_of(self.context.module.globals.get(bare_name(name)), name, noun)
-            if string is not None:
-                return string, ""
-        return None, reason or f"the {noun} operand `{value}` is not a global constant"
+        string); CallProblem saying why none, naming it as `noun` (FORMAT_STRING, or a `%s` argument's
+        string)."""
+        name = _global_at_byte_zero(value, noun)
+        if name is None:
+            raise CallProblem(f"the {noun} operand `{value}` is not a global constant")
+        return _string_of(self.context.module.globals.get(bare_name(name)), name, noun)
+
+
+def _outcome(read: Callable[..., T], *arguments: Any) -> T | CallProblem:
+    """What `read(*arguments)` gives, or the CallProblem it raises: both are kept for the next call."""
+    try:
+        return read(*arguments)
+    except CallProblem as problem:
+        return problem
 
 
 _FLOATS = {ir.HalfType(): "half", ir.FloatType(): "float", ir.DoubleType(): "double"}
@@ -257,46 +269,48 @@ class _VvlArgument:
 FORMAT_STRING = "format string"
 
 
-def _global_at_byte_zero(value: str, noun: str) -> tuple[str | None, str | None]:
+def _global_at_byte_zero(value: str, noun: str) -> str | None:
     """The global a constant pointer expression points at the start of (`@s`, through addrspacecast and
-    all-zero GEPs), or why there is none."""
+    all-zero GEPs); None when it is no such expression, CallProblem when it is one that is not there."""
     if value.startswith("@"):
-        return value, None
+        return value
     expression = ConstantExpression.parse(value)
     if expression is not None and expression.opcode == "addrspacecast" and expression.operands:
         return _global_at_byte_zero(Operand.parse(expression.operands[0]).value, noun)
     if expression is not None and expression.opcode == "getelementptr":
         operands = expression.operands
         if len(operands) < 2:
-            return None, None
+            return None
         if any(Operand.parse(index).value != "0" for index in operands[2:]):
-            return None, f"the {noun} operand `{value}` does not point at the start of its string"
+            raise CallProblem(f"the {noun} operand `{value}` does not point at the start of its string")
         return _global_at_byte_zero(Operand.parse(operands[1]).value, noun)
     if value.startswith("%"):
-        return None, f"the {noun} operand {value} is not a constant: it is computed at run time"
-    return None, None
+        raise CallProblem(f"the {noun} operand {value} is not a constant: it is computed at run time")
+    return None
 
 
-def _string_of(variable: GlobalVariable | None, name: str, noun: str) -> tuple[str | None, str | None]:
-    """The string a global holds (its bytes up to the first NUL, as UTF-8), or why it holds none."""
+def _string_of(variable: GlobalVariable | None, name: str, noun: str) -> str:
+    """The string a global holds (its bytes up to the first NUL, as UTF-8); CallProblem saying why none."""
     definition = variable.definition if variable is not None else None
     if definition is None or not definition.is_variable:
-        return None, f"the {noun} {name} is not a global variable"
+        raise CallProblem(f"the {noun} {name} is not a global variable")
     if definition.external:
-        return None, f"the {noun} {name} is external: its contents are not known"
+        raise CallProblem(f"the {noun} {name} is external: its contents are not known")
     if not definition.constant:
-        return None, f"the {noun} {name} is not constant"
+        raise CallProblem(f"the {noun} {name} is not constant")
     array = parse_type(definition.value_type)
     if not isinstance(array, ir.ArrayType) or array.element != ir.IntType(8):
-        return None, f"the {noun} {name} has type {definition.value_type}, not [n x i8]"
+        raise CallProblem(f"the {noun} {name} has type {definition.value_type}, not [n x i8]")
     initializer = definition.initializer or ""
     # `\00` is how LLVM prints a NUL byte and nothing else, so the string ends at the first one.
     data = decode_string(initializer[2:-1].split("\\00", 1)[0]) if initializer.startswith('c"') else None
     if initializer == "zeroinitializer":
         data = bytes(array.count)
     if data is None:
-        return None, f"the {noun} {name} has no constant initializer"
+        raise CallProblem(f"the {noun} {name} has no constant initializer")
     try:
-        return data.split(b"\0", 1)[0].decode("utf-8"), None
+        return data.split(b"\0", 1)[0].decode("utf-8")
     except UnicodeDecodeError as failure:
-        return None, f"the {noun} {name} is not UTF-8: {failure.reason} at byte {failure.start}"
+        raise CallProblem(
+            f"the {noun} {name} is not UTF-8: {failure.reason} at byte {failure.start}"
+        ) from None

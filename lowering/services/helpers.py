@@ -27,6 +27,7 @@ from metadata.wire import (
 )
 
 from ..ir.building import I32, I64, constant, declared, internal_function, store_atomic
+from ..ir.diagnostics import CallProblem
 from ..ir.lexer import global_name
 from ..ir.types import parse_type
 from ..targets.target import INPUT_BUFFER_ADDRESS_SPACE, EntryStores, Target
@@ -69,10 +70,10 @@ class Argument:
 
 
 @functools.lru_cache(maxsize=256)
-def classify(ir_type: str, passed: str = AS_IS) -> Argument | str:
-    """How an argument of `ir_type` is packed (SPEC section 4), or why it cannot be. A narrow integer
-    widens by zero extension, or by sign extension when SIGN_EXTENDED (its `signext`, SPEC 9); a
-    STRING_INDEX is a `%s` argument's `i32`, a pointer with POINTER_BITS a `%p` argument's 64 bits."""
+def classify(ir_type: str, passed: str = AS_IS) -> Argument:
+    """How an argument of `ir_type` is packed (SPEC section 4); CallProblem saying why it cannot be. A
+    narrow integer widens by zero extension, or by sign extension when SIGN_EXTENDED (its `signext`, SPEC
+    9); a STRING_INDEX is a `%s` argument's `i32`, a pointer with POINTER_BITS a `%p` argument's 64 bits."""
     parsed = parse_type(ir_type)
     if passed == STRING_INDEX and parsed == I32:
         return Argument(I32, ArgType(STRING, 32), None, I32)
@@ -83,7 +84,7 @@ def classify(ir_type: str, passed: str = AS_IS) -> Argument | str:
         lanes, scalar = parsed.count, parsed.element
     widening = _SCALARS.get(scalar) if scalar is not None else None
     if parsed is None or widening is None:
-        return f"type {ir_type} is {_what_is(ir_type, parsed)}; arguments must be {_ALLOWED}"
+        raise CallProblem(f"type {ir_type} is {_what_is(ir_type, parsed)}; arguments must be {_ALLOWED}")
     kind, bits, cast, stored = widening
     if passed == SIGN_EXTENDED and cast == "zext":
         cast = "sext"
@@ -491,9 +492,10 @@ class HelperSet:
         aggregated: bool,
         outlined: bool,
         per_block: bool = False,
-    ) -> Helper | list[str]:
+    ) -> Helper:
         """The helper for arguments of `types` (each an IR type and how it is passed: AS_IS,
-        SIGN_EXTENDED, ...), or why each argument that cannot be passed cannot (`argument N: ...`).
+        SIGN_EXTENDED, ...); CallProblem saying why each argument that cannot be passed cannot
+        (`argument N: ...`).
         A `per_block` printf helper is aggregated too; the set's gate lets every call through then
         (one that stops some would keep their threads from the block's barriers)."""
         gate = self.gate if kind == PRINTF else None
@@ -501,18 +503,18 @@ class HelperSet:
         key = (kind, buffer_type, types, aggregated or per_block, outlined, per_block)
         helper = self._by_key.get(key)
         if helper is None:
-            arguments = [classify(ir_type, passed) for ir_type, passed in types]
-            reasons = [
-                f"argument {position}: {argument}"
-                for position, argument in enumerate(arguments, start=1)
-                if isinstance(argument, str)
-            ]
+            classified: list[Argument] = []
+            reasons: list[str] = []
+            for position, (ir_type, passed) in enumerate(types, start=1):
+                try:
+                    classified.append(classify(ir_type, passed))
+                except CallProblem as problem:
+                    reasons.append(f"argument {position}: {problem}")
             if reasons:
-                return reasons
+                raise CallProblem(*reasons)
             name = f"{self.prefix}{kind}.{len(self._by_key)}"
-            classified = tuple(argument for argument in arguments if isinstance(argument, Argument))
             helper = self._by_key[key] = Helper(
-                name, kind, buffer_type, classified, aggregated or per_block, outlined, gate, per_block
+                name, kind, buffer_type, tuple(classified), aggregated or per_block, outlined, gate, per_block
             )
         return helper
 

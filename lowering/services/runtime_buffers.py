@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from ..ir.diagnostics import CallProblem
 from ..ir.instructions import Instruction
 from ..ir.lexer import global_name
 from ..ir.values import Operand
@@ -35,14 +36,12 @@ class RuntimeBuffers:
         """The buffer of a printf without a buffer operand: the runtime's global on cpu and nvptx; LLPC's
         user-data node on amdpal, loaded from the function's user data, or from the runtime's global in a
         function that takes none (`UserDataBuffers.reaches`). None after removing the call (amdpal
-        without the node: a warning, as LLPC removes it) or recording why it cannot be loaded."""
+        without the node: a warning, as LLPC removes it); CallProblem saying why it cannot be loaded."""
         context = self.context
         name = f"%{context.prefix}buffer.{call.ordinal}"
         if not context.target.pal_metadata:
             return self.load_global(PRINTF_BUFFER_GLOBAL, name, call.debug_attachment)
         user_data = self._user_data
-        if isinstance(user_data, str):
-            return None
         if user_data is None:
             context.edit(call, [])
             context.warnings.append(
@@ -54,9 +53,6 @@ class RuntimeBuffers:
         if not user_data.reaches(call.function):
             return self.load_global(PRINTF_BUFFER_GLOBAL, name, call.debug_attachment)
         loads = user_data.load(call.function, name, str(call.ordinal), call.debug_attachment)
-        if isinstance(loads, str):
-            context.problem(call, loads)
-            return None
         context.user_data = user_data
         return Operand.parse(f"{RUNTIME_BUFFER_TYPE} {name}"), loads
 
@@ -99,13 +95,22 @@ class RuntimeBuffers:
             if (None, problem) not in context.problems:
                 context.problem(None, problem)
 
+    @property
+    def _user_data(self) -> UserDataBuffers | None:
+        """Loading the printf buffer from LLPC's user-data node (amdpal), None without the node;
+        CallProblem when it cannot be used (the module's problem, recorded once)."""
+        found = self._loading
+        if isinstance(found, UserDataError):
+            raise CallProblem()
+        return found
+
     @functools.cached_property
-    def _user_data(self) -> UserDataBuffers | str | None:
-        """Loading the printf buffer from LLPC's user-data node (amdpal), None without the node, or why
-        it cannot be used (a problem recorded once)."""
+    def _loading(self) -> UserDataBuffers | UserDataError | None:
+        """The loading of the module's node, made once; None without the node, or why it cannot be used
+        (recorded once, as the module's problem)."""
         try:
             found = find_printf_buffer_node(self.context.module)
         except UserDataError as failure:
             self.context.problem(None, str(failure))
-            return str(failure)
+            return failure
         return UserDataBuffers(found, self.context.prefix) if found is not None else None

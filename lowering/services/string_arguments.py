@@ -20,6 +20,7 @@ from metadata.cformat import NULL_STRING, UNKNOWN_STRING_INDEX
 from metadata.errors import DprintfError
 from metadata.formats import POINTER_CONVERSION, STRING_CONVERSION, parse_format
 
+from ..ir.diagnostics import CallProblem
 from ..ir.functions import Function
 from ..ir.instructions import Instruction
 from ..ir.lexer import closing, split_list, text_of
@@ -91,27 +92,30 @@ class StringArguments:
         self, call: Call, position: int, operand: Operand, strings: dict[str, int]
     ) -> tuple[Operand, list[Instruction]]:
         """The `i32` index of the string `operand` points at (into `strings`, which it extends), and the
-        instructions computing it when the pointer is chosen at run time."""
-        leaves = self._leaves(call.function, operand.value)
-        problem = leaves if isinstance(leaves, str) else None
-        indices: dict[str, int] = {}
-        for leaf in leaves if not isinstance(leaves, str) else ():
-            if leaf in _NO_VALUE:
-                continue
-            if leaf == _NULL:
-                indices[leaf] = NULL_STRING
-                continue
-            text, reason = self.formats.constant_string(leaf, _STRING)
-            if text is None:
-                problem = reason
-                break
-            indices[leaf] = strings.setdefault(text, len(strings))
-        if problem is not None:
+        instructions computing it when the pointer is chosen at run time. A pointer that is no constant
+        string is a problem of the call, recorded; the others are still read, and it passes `i32 0`."""
+        try:
+            indices = self._indices(call.function, operand.value, strings)
+        except CallProblem as problem:
             self.context.problem(call, f"argument {position} for '%s': {problem}")
             return Operand.parse("i32 0"), []
         if len(indices) == 1 and not operand.value.startswith("%"):
             return Operand.parse(f"i32 {signed32(next(iter(indices.values())))}"), []
         return self._chain(call, position, operand, indices)
+
+    def _indices(self, function: Function, value: str, strings: dict[str, int]) -> dict[str, int]:
+        """Each constant the pointer `value` can be, with its string's index (into `strings`, which it
+        extends); CallProblem when one is no constant string."""
+        indices: dict[str, int] = {}
+        for leaf in self._leaves(function, value):
+            if leaf in _NO_VALUE:
+                continue
+            if leaf == _NULL:
+                indices[leaf] = NULL_STRING
+                continue
+            text = self.formats.constant_string(leaf, _STRING)
+            indices[leaf] = strings.setdefault(text, len(strings))
+        return indices
 
     def _chain(
         self, call: Call, position: int, operand: Operand, indices: dict[str, int]
@@ -133,9 +137,9 @@ class StringArguments:
             previous = chosen
         return Operand.parse(f"i32 {previous}"), instructions
 
-    def _leaves(self, function: Function, value: str) -> list[str] | str:
+    def _leaves(self, function: Function, value: str) -> list[str]:
         """The constants a pointer `value` of `function` can be, through selects and phis, in the order
-        they are first met; or why it can be something else."""
+        they are first met; CallProblem saying why it can be something else."""
         definitions = self._definitions_of(function)
         parameters = {parameter.value for parameter in function.parameters}
         leaves: list[str] = []
@@ -152,10 +156,10 @@ class StringArguments:
             instruction = definitions.get(current)
             if instruction is None:
                 what = f"a parameter of @{function.name}" if current in parameters else "not defined"
-                return f"{current} is {what}, not a constant string"
+                raise CallProblem(f"{current} is {what}, not a constant string")
             sources = _chosen(instruction)
             if sources is None:
-                return (
+                raise CallProblem(
                     f"{current} is computed by `{instruction.opcode}`, not a constant string nor a select "
                     "or phi of them"
                 )

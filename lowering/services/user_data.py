@@ -37,6 +37,7 @@ import llvmlite.ir as ir
 from metadata.errors import DprintfError
 
 from ..ir.building import I32, I64, constant, declared, internal_function
+from ..ir.diagnostics import CallProblem
 from ..ir.functions import Function
 from ..ir.instructions import Instruction
 from ..ir.lexer import global_name, string_value
@@ -280,9 +281,10 @@ class UserDataBuffers:
             for parameter in function.parameters
         )
 
-    def load(self, function: Function, result: str, suffix: str, debug: str) -> list[Instruction] | str:
+    def load(self, function: Function, result: str, suffix: str, debug: str) -> list[Instruction]:
         """The instructions defining `result` (`%name`) as the printf buffer in `function`, their other
-        values named with `suffix`; or why `function` cannot reach the user data it needs."""
+        values named with `suffix`; CallProblem saying why `function` cannot reach the user data it
+        needs."""
         parameters = {parameter.value: parameter for parameter in function.parameters}
         instructions: list[Instruction] = []
         dwords = []
@@ -290,12 +292,14 @@ class UserDataBuffers:
             own = parameters.get(f"%userdata{dword}")
             if own is not None:
                 if own.type != "i32" or "inreg" not in own.attributes:
-                    return f"parameter {own.value} of @{function.name} is `{own.text}`, not `i32 inreg`"
+                    raise CallProblem(
+                        f"parameter {own.value} of @{function.name} is `{own.text}`, not `i32 inreg`"
+                    )
                 dwords.append(f"i32 {own.value}")
                 continue
             spill = parameters.get("%spillTable")
             if spill is None or spill.type != "i32" or "inreg" not in spill.attributes:
-                return (
+                raise CallProblem(
                     f"the printf buffer's node {self.found.node.describe()} needs user data dword "
                     f"{dword}, and @{function.name} has no `i32 inreg %userdata{dword}` parameter (nor an "
                     "`i32 inreg %spillTable` to load it from)"
