@@ -162,7 +162,12 @@ def test_the_table_is_in_the_note_and_decode_reports_a_dump_taken_elsewhere(tmp_
     ran = dprintf(
         "run", sample, "--races", "--buffer", "256", "--invocations", "256", "--dump-buffers", str(dumps)
     )
-    assert sorted(path.name for path in dumps.iterdir()) == ["buffer0.bin", "races0.bin"]
+    assert sorted(path.name for path in dumps.iterdir()) == [
+        "abort.bin",
+        "buffer0.bin",
+        "printf.bin",
+        "races0.bin",
+    ]
     assert len((dumps / "races0.bin").read_bytes()) == SHADOW_HEADER.size + 3 * (64 + 2) * 8
     for dump in (dumps, dumps / "races0.bin"):
         decoded = dprintf("decode", "--elf", str(elf), "--races-shadow", str(dump))

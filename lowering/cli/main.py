@@ -155,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--dump-buffers",
         metavar="DIR",
-        help="write each data buffer to DIR/buffer<N>.bin after the run"
+        help="after the run, write the printf and abort buffers (header included) to DIR/printf.bin and "
+        "DIR/abort.bin, each data buffer to DIR/buffer<N>.bin"
         + "".join(f"; {feature.dump_help}" for feature in FEATURES if feature.dump_help),
     )
     _add_json_options(run)

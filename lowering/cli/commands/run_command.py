@@ -41,6 +41,7 @@ from . import (
 from .decode_command import report_aborts, report_printf, report_stage, summary, write_json, write_text
 
 STDIN = "-"
+PRINTF_DUMP, ABORT_DUMP = "printf.bin", "abort.bin"  # `--dump-buffers`: the buffers `decode` reads
 EXIT_STATUS = {
     Ending.COMPLETED: EXIT_OK,
     Ending.ABORTED: EXIT_DEVICE_LOST,
@@ -119,14 +120,17 @@ def data_buffer(size: int, path: str | None) -> tuple[bytes, int]:
 
 
 def dump_buffers(directory: str, result: RunResult) -> None:
-    """Each data buffer, as the device left it, to `directory/buffer<N>.bin`, then what each enabled
-    feature dumps (the directory is made)."""
+    """The printf and abort buffers whole, header included (as `decode` reads them), to
+    `directory/printf.bin` and `abort.bin`; each data buffer, as the device left it, to
+    `directory/buffer<N>.bin`; then what each enabled feature dumps (the directory is made)."""
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as failure:
         raise InputError(f"cannot make {directory}: {failure.strerror or failure}") from None
     files: list[tuple[str, bytes]] = [
-        (f"buffer{number}.bin", bytes(data)) for number, data in enumerate(result.data_buffers)
+        (PRINTF_DUMP, bytes(result.printf_buffer)),
+        (ABORT_DUMP, bytes(result.abort_buffer)),
+        *((f"buffer{number}.bin", bytes(data)) for number, data in enumerate(result.data_buffers)),
     ]
     files += [
         dump
