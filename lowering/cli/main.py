@@ -15,12 +15,15 @@ from typing import Any, NoReturn
 from metadata.formats import C_DIALECT, DIALECTS
 
 from ..devices.device import (
+    AUTO,
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
     DEFAULT_RUN_TIMEOUT_SECONDS,
     DEVICE_MODULES,
+    MAX_BUFFER_BYTES,
     MAX_INVOCATIONS,
     WORKER_MODULES,
+    BufferSize,
 )
 from ..devices.worker import prestart
 from ..features import FEATURES
@@ -33,7 +36,6 @@ from .process_ends import run_main
 # clamp of SPEC section 4 after a 16-byte header, a 32-bit `reserved0`), a thread count a process can
 # start, and a timeout that every wait of the standard library takes (milliseconds in a C int).
 MAX_THREADS = 1024
-MAX_BUFFER_BYTES = 16 + 4 * (1 << 29)
 MAX_CAPACITY_DWORDS = (1 << 32) - 1
 MAX_TIMEOUT_SECONDS = 1_000_000.0
 
@@ -218,11 +220,12 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--buffer-size",
-        type=_integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS),
-        default=DEFAULT_PRINTF_BUFFER_BYTES,
-        metavar="BYTES",
-        help=f"whole printf buffer, header included, in bytes or KiB/MiB/GiB "
-        f"(default: {DEFAULT_PRINTF_BUFFER_BYTES})",
+        type=_buffer_size,
+        default=AUTO,
+        metavar="BYTES|auto",
+        help=f"whole printf buffer, header included, in bytes or KiB/MiB/GiB; auto: "
+        f"{DEFAULT_PRINTF_BUFFER_BYTES}, and when the output did not fit, a second run with the size it "
+        "needed (default: auto)",
     )
     parser.add_argument(
         "--abort-buffer-size",
@@ -290,6 +293,11 @@ def _integer(least: int, most: int, units: dict[str, int] | None = None) -> Call
         return value
 
     return parse
+
+
+def _buffer_size(text: str) -> BufferSize:
+    """`--buffer-size`: `auto`, or the bytes of the whole printf buffer."""
+    return AUTO if text == AUTO else _integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS)(text)
 
 
 def _data_buffer(text: str) -> tuple[int, str | None]:
