@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import os
 import sys
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -102,7 +100,11 @@ class _Version(argparse.Action):
 
 
 def version() -> str:
-    """The installed package's version; else (run from a checkout) its pyproject.toml's, said so."""
+    """The installed package's version; else (run from a checkout) its pyproject.toml's, said so. Their
+    readers are imported here: a command that does not ask starts without them."""
+    import importlib.metadata
+    import tomllib
+
     try:
         return importlib.metadata.version("dprintf")
     except importlib.metadata.PackageNotFoundError:
