@@ -10,8 +10,9 @@ the device was lost by an abort, 1 when it was lost otherwise (the lowered code 
 finding). Each enabled feature
 reports its part where its `RunReport` says (`features.feature`), and `--dump-buffers` writes the data
 buffers and what the features dump. `--json` prints one JSON document instead (`run_summary`: the
-features' keys among it), and on stderr only what did not fit and a second run of `--buffer-size auto`
-(the harness runs a program again when its output did not fit a buffer of size AUTO: `refit`).
+features' keys among it); stderr then has only the warnings of output that did not fit a buffer and of
+a second run (`--buffer-size auto`: the harness ran the program again, its output not having fit,
+`RunResult.refit`).
 """
 
 from __future__ import annotations
