@@ -72,6 +72,17 @@ def test_text_output_runs_again_whole_and_says_so_first():
     assert done.stderr == refit(HEADER_BYTES + 4 * HELLO_DWORDS * invocations)
 
 
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("big", "'big' is not an integer, nor auto"), ("8", "'8' is not from 16 to 2147483664, nor auto")],
+)
+def test_a_size_that_is_neither_is_a_usage_error_naming_both(value, why):
+    done = dprintf("run", HELLO, "--buffer-size", value)
+    assert done.returncode == 2 and done.stderr.endswith(
+        f"dprintf run: error: argument --buffer-size: {why}\n"
+    )
+
+
 def test_a_fixed_size_does_not_run_again():
     done = dprintf("run", OVERFLOW, "--buffer-size", "256")
     assert (done.returncode, done.stderr) == (0, DROPPED)

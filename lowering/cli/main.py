@@ -299,7 +299,12 @@ def _integer(least: int, most: int, units: dict[str, int] | None = None) -> Call
 
 def _buffer_size(text: str) -> BufferSize:
     """`--buffer-size`: `auto`, or the bytes of the whole printf buffer."""
-    return AUTO if text == AUTO else _integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS)(text)
+    if text == AUTO:
+        return AUTO
+    try:
+        return _integer(16, MAX_BUFFER_BYTES, _BYTE_UNITS)(text)
+    except argparse.ArgumentTypeError as failure:
+        raise argparse.ArgumentTypeError(f"{failure}, nor {AUTO}") from None
 
 
 def _data_buffer(text: str) -> tuple[int, str | None]:
