@@ -52,6 +52,11 @@ _EXPORTS = {
     "PrintfEntry": "decoding.printf_buffer",
     "decode_printf_buffer": "decoding.printf_buffer",
     "RenderPool": "decoding.render_pool",
+    "abort_record": "decoding.buffer_builder",
+    "build_abort_buffer": "decoding.buffer_builder",
+    "build_buffer": "decoding.buffer_builder",
+    "build_printf_buffer": "decoding.buffer_builder",
+    "printf_entry": "decoding.buffer_builder",
     "FormatEntry": "table",
     "FormatTable": "table",
 }

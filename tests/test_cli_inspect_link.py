@@ -73,7 +73,7 @@ def test_inspect_json(tmp_path, capsys):
     path = write(tmp_path, "a.elf", note_only_elf(table.encode()))
     status, out, err = cli(capsys, "inspect", "--json", path)
     assert (status, err) == (0, "")
-    assert json.loads(out) == {
+    assert json.loads(out)["amdpal.format_strings"] == {
         "version": 1,
         "strings": [
             {
@@ -85,7 +85,8 @@ def test_inspect_json(tmp_path, capsys):
             for entry in table
         ],
     }
-    assert [row["64bit_arguments"] for row in json.loads(out)["strings"] if row["argument_count"] == 70] == [
+    rows = json.loads(out)["amdpal.format_strings"]["strings"]
+    assert [row["64bit_arguments"] for row in rows if row["argument_count"] == 70] == [
         [(1 << 64) - 1, (1 << 6) - 1]
     ]
 
@@ -94,7 +95,10 @@ def test_inspect_a_pal_object(tmp_path, capsys):
     path = write(tmp_path, "pal.elf", pal_object(TABLE.encode(document=PAL_DOCUMENT)))
     status, out, _ = cli(capsys, "inspect", "--json", path)
     assert status == 0
-    assert [row["string"] for row in json.loads(out)["strings"]] == [entry.string for entry in TABLE]
+    shown = json.loads(out)
+    rows = shown["amdpal.format_strings"]["strings"]
+    assert [row["string"] for row in rows] == [entry.string for entry in TABLE]
+    assert shown["amdpal.version"] == [3, 0]
 
 
 @pytest.mark.parametrize(
@@ -109,10 +113,150 @@ def test_inspect_without_a_table_prints_an_empty_one_and_warns(tmp_path, capsys,
     path = write(tmp_path, "plain.o", elf())
     status, out, err = cli(capsys, "inspect", path)
     assert status == 0
-    assert out == "amdpal.format_strings:\n  .version: 1\n  .strings: []\n"
+    assert out.startswith("amdpal.format_strings:\n  .version: 1\n  .strings: []\n")
     assert err.startswith("warning: ") and warning in err and path in err
     status, out, _ = cli(capsys, "inspect", "--json", path)
-    assert json.loads(out) == {"version": 1, "strings": []}
+    assert json.loads(out)["amdpal.format_strings"] == {"version": 1, "strings": []}
+
+
+CHECKED = (
+    '@fmt = private unnamed_addr constant [8 x i8] c"x = %d\\0A\\00"\n'
+    "declare void @lgc.debug.printf(ptr addrspace(7), ptr addrspace(4), ...)\n"
+    "define void @fill(ptr addrspace(7) %p) noinline {\n  store i32 1, ptr addrspace(7) %p\n  ret void\n}\n"
+    "define void @main(ptr addrspace(7) %buf, i32 %id, ptr addrspace(7) %out) {\n"
+    "  %wide = zext i32 %id to i64\n"
+    "  %at = getelementptr i32, ptr addrspace(7) %out, i64 %wide\n"
+    "  store i32 %id, ptr addrspace(7) %at, align 4\n"
+    "  %div = sdiv i32 100, %id\n"
+    "  call void (ptr addrspace(7), ptr addrspace(4), ...) @lgc.debug.printf(ptr addrspace(7) %buf, "
+    "ptr addrspace(4) addrspacecast (ptr @fmt to ptr addrspace(4)), i32 %div)\n"
+    "  call void @fill(ptr addrspace(7) %out)\n"
+    "  ret void\n}\n"
+)
+CHECKS = ["--validate=all", "--races", "--instrument", "--max-lines-per-site", "2"]
+
+
+def undotted(value):
+    """A note's document as `inspect --json` shows it: the keys inside the tables without their dot."""
+    if isinstance(value, dict):
+        return {str(key).lstrip("."): undotted(item) for key, item in value.items()}
+    return [undotted(item) for item in value] if isinstance(value, list) else value
+
+
+@pytest.mark.parametrize("target", ["cpu", "amdpal"])
+def test_inspect_shows_every_table_the_note_holds(tmp_path, capsys, target):
+    source, elf = write(tmp_path, "checked.ll", CHECKED.encode()), str(tmp_path / "checked.o")
+    assert cli(capsys, "compile", source, "--target", target, *CHECKS, "-o", elf)[0] == 0
+    document = read_document((tmp_path / "checked.o").read_bytes())
+    keys = ["format_strings", "validation", "races", "instrumentation", "printf_line_limit"]
+    assert {f"amdpal.{key}" for key in keys} <= set(document)
+    status, out, err = cli(capsys, "inspect", "--json", elf)
+    assert (status, err) == (0, "")
+    assert json.loads(out) == {key: undotted(table) for key, table in document.items()}
+    status, out, err = cli(capsys, "inspect", elf)
+    assert (status, err) == (0, "")
+    keys = [TABLE_KEY, *(key for key in document if key != TABLE_KEY)]  # the format strings first
+    assert [line for line in out.splitlines() if not line.startswith(" ")] == [f"{key}:" for key in keys]
+    assert "  .unchecked: []\n" in out  # every access of the entry has its check
+    reason = "an access in a function still called, not inlined into its entry"
+    unrecorded = {".function": "fill", ".source": None, ".count": 1, ".reason": reason}
+    assert document["amdpal.races"][".unrecorded"] == [unrecorded]
+    assert f'      .reason: "{reason}"\n' in out.split("amdpal.races:\n", 1)[1]
+
+
+def test_inspect_shows_the_feature_tables_in_their_order_ids_in_hex(tmp_path, capsys):
+    document = msgpack.unpackb(make_table(("x = %d\n", "i32")).encode(), strict_map_key=False)
+    document["amdpal.races"] = {
+        ".version": 1,
+        ".site_bits": 0,
+        ".buffers": [{".buffer": 0, ".name": "%out", ".classes": ["write"]}],
+        ".sites": [
+            {".index": 0, ".access": "write", ".check": "bounds", ".kind": "store", ".bytes": 4,
+             ".buffer": [0, "%out"], ".function": "main"}
+        ],
+        ".unrecorded": [{".function": "main", ".source": None, ".count": 2, ".reason": "why"}],
+    }  # fmt: skip
+    document["amdpal.validation"] = {
+        ".version": 1,
+        ".checks": ["bounds"],
+        ".buffers": ["%out"],
+        ".sites": [
+            {".index": 0x413C288E5CDD, ".check": "bounds", ".kind": "load", ".bytes": 4,
+             ".buffer": [0, "%out"], ".function": "main", ".source": "a.c:3:1"}
+        ],
+        ".unchecked": [],
+        ".removed": 1,
+        ".writer_note": b"\x01",
+    }  # fmt: skip
+    document["vendor.table"] = {"answer": 42}
+    path = write(tmp_path, "a.elf", note_only_elf(msgpack.packb(document)))
+    status, out, err = cli(capsys, "inspect", path)
+    assert (status, err) == (0, "")
+    assert out.split("amdpal.races:\n", 1)[1] == (
+        "  .version: 1\n"
+        "  .site_bits: 0\n"
+        "  .buffers:\n"
+        "    - .buffer: 0\n"
+        '      .name: "%out"\n'
+        '      .classes: ["write"]\n'
+        "  .sites:\n"
+        "    - .index: 0\n"
+        '      .access: "write"\n'
+        '      .check: "bounds"\n'
+        '      .kind: "store"\n'
+        "      .bytes: 4\n"
+        '      .buffer: [0, "%out"]\n'
+        '      .function: "main"\n'
+        "  .unrecorded:\n"
+        '    - .function: "main"\n'
+        "      .source: null\n"
+        "      .count: 2\n"
+        '      .reason: "why"\n'
+        "amdpal.validation:\n"
+        "  .version: 1\n"
+        '  .checks: ["bounds"]\n'
+        '  .buffers: ["%out"]\n'
+        "  .sites:\n"
+        "    - .index: 0x413c288e5cdd\n"
+        '      .check: "bounds"\n'
+        '      .kind: "load"\n'
+        "      .bytes: 4\n"
+        '      .buffer: [0, "%out"]\n'
+        '      .function: "main"\n'
+        '      .source: "a.c:3:1"\n'
+        "  .unchecked: []\n"
+        "  .removed: 1\n"
+        '  .writer_note: !!binary "AQ=="\n'
+        "vendor.table:\n"
+        "  answer: 42\n"
+    )
+    status, out, _ = cli(capsys, "inspect", "--json", path)
+    shown = json.loads(out)
+    assert list(shown) == ["amdpal.format_strings", "amdpal.races", "amdpal.validation", "vendor.table"]
+    assert shown["amdpal.validation"]["writer_note"] == "01" and shown["vendor.table"] == {"answer": 42}
+
+
+def test_inspect_warns_about_what_a_decoder_cannot_use_and_shows_it_all(tmp_path, capsys):
+    document = msgpack.unpackb(make_table(("x = %d\n", "i32")).encode(), strict_map_key=False)
+    document["amdpal.validation"] = {".version": 1, ".sites": [{".index": 1}], ".unchecked": [7]}
+    document["amdpal.races"] = {".version": 2}
+    path = write(tmp_path, "a.elf", note_only_elf(msgpack.packb(document)))
+    status, out, err = cli(capsys, "inspect", path)
+    assert status == 0
+    assert err == (
+        f"warning: {path}: amdpal.validation .sites[0] is not used: it has no .buffer\n"
+        f"warning: {path}: amdpal.validation .unchecked[0] is not used: it is 7, not a map\n"
+        f"warning: {path}: amdpal.races is not a map of .version 1\n"
+    )
+    assert out.endswith(
+        "amdpal.validation:\n"
+        "  .version: 1\n"
+        "  .sites:\n"
+        "    - .index: 0x000000000001\n"
+        "  .unchecked: [7]\n"
+        "amdpal.races:\n"
+        "  .version: 2\n"
+    )
 
 
 @pytest.mark.parametrize(

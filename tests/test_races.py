@@ -162,7 +162,12 @@ def test_the_table_is_in_the_note_and_decode_reports_a_dump_taken_elsewhere(tmp_
     ran = dprintf(
         "run", sample, "--races", "--buffer", "256", "--invocations", "256", "--dump-buffers", str(dumps)
     )
-    assert sorted(path.name for path in dumps.iterdir()) == ["buffer0.bin", "races0.bin"]
+    assert sorted(path.name for path in dumps.iterdir()) == [
+        "abort.bin",
+        "buffer0.bin",
+        "printf.bin",
+        "races0.bin",
+    ]
     assert len((dumps / "races0.bin").read_bytes()) == SHADOW_HEADER.size + 3 * (64 + 2) * 8
     for dump in (dumps, dumps / "races0.bin"):
         decoded = dprintf("decode", "--elf", str(elf), "--races-shadow", str(dump))
@@ -437,10 +442,25 @@ def test_only_buffers_something_writes_have_a_shadow_and_unattributed_accesses_a
     table = table_of(lowered, "races")
     assert table.buffers == (ShadowBuffer(1, "%out", (WRITE,)),)
     assert [(site.site.kind, site.site.buffer) for site in table.sites] == [("store", 1)]
-    assert [(item.function, item.count) for item in table.unrecorded] == [("fill", 1)]
+    assert [(item.function, item.count, item.reason) for item in table.unrecorded] == [
+        ("fill", 1, "an access in a function still called, not inlined into its entry")
+    ]
     assert "@lgc.races.shadow = external global [2 x ptr]" in lowered.ir
     result = run(text, [64, 64], threads=2)
     assert races_found(result) == () and len(race_shadows(result)) == 1
+
+
+def test_an_access_through_a_pointer_loaded_from_memory_is_counted_with_its_reason() -> None:
+    text = entry(
+        "  %p = load ptr addrspace(7), ptr addrspace(7) %a, align 16\n"
+        "  store i32 %id, ptr addrspace(7) %p, align 4\n"
+        "  %s = load { i32, i32 }, ptr addrspace(7) %a, align 4\n"
+    )
+    table = table_of(lower_sources([Source("test.ll", text)], races=True), "races")
+    assert sorted((item.function, item.count, item.reason) for item in table.unrecorded) == [
+        ("main", 1, "an access of a type whose size is not known"),
+        ("main", 1, "an access through a pointer that no one data buffer of its entry explains"),
+    ]
 
 
 def test_too_many_invocations_for_the_packed_sites_is_an_error() -> None:

@@ -68,6 +68,16 @@ def test_a_rendering_process_that_dies_is_an_error_not_a_wait_for_ever():
             list(pool.render([Text("c\n")], UTF8))
 
 
+def test_a_stopped_pool_leaves_no_thread_for_the_interpreter_s_exit_to_wake():
+    """`stop` waits for the executor's manager thread: one still closing its wake-up pipe when the
+    interpreter exits races CPython's exit hook, which then writes to a closed descriptor."""
+    pool = RenderPool(2, call_start_method())
+    assert list(pool.render([Text("a\n")], UTF8)) == [b"a\n"]
+    manager = pool._executor._executor_manager_thread
+    pool.stop()
+    assert manager is not None and not manager.is_alive()
+
+
 def _vanishing(task: render_pool._Task) -> str | bytes:
     """A worker's rendering whose piece another process removes from shared memory before it is read."""
     path = _render_to_file(task)

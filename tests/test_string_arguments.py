@@ -223,11 +223,8 @@ def test_decode_takes_the_strings_from_the_elf(tmp_path):
     source, elf, dump = tmp_path / "strings.ll", tmp_path / "strings.o", tmp_path / "printf.bin"
     source.write_text(PROGRAM)
     assert dprintf("compile", str(source), "--target", "cpu", "-o", str(elf)).returncode == 0
-    (shown,) = [
-        row
-        for row in json.loads(dprintf("inspect", str(elf), "--json").stdout)["strings"]
-        if "argument_strings" in row
-    ]
+    tables = json.loads(dprintf("inspect", str(elf), "--json").stdout)
+    (shown,) = [row for row in tables["amdpal.format_strings"]["strings"] if "argument_strings" in row]
     assert shown["argument_strings"] == ["shader.c", 'odd"', "even", "a\tβ"]
     dump.write_bytes(bytes(run_sources([Source("strings.ll", PROGRAM)], invocations=4).printf_buffer))
     decoded = dprintf("decode", str(dump), "--elf", str(elf))

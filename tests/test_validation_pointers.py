@@ -325,12 +325,11 @@ def test_ranges_far_from_the_rest_leave_the_buckets_to_the_rest_and_are_still_fo
     bucket."""
     search = _compiled_search()
     start = 1 << 44
-    grain = 64  # the far ranges' begins, on a grid of the ranges' greatest size: never overlapping
     begins = sorted(
-        {
-            *(random.randrange((1 << 20) // grain, (start >> 2) // grain) * grain for _ in range(below)),
+        {  # the far ones on 64-byte boundaries: two of them never overlap (a range is 64 bytes at most)
+            *(random.randrange(1 << 20, start >> 2, 64) for _ in range(below)),
             *(start + size * n for n in range(dense)),
-            *(random.randrange((start << 1) // grain, (start << 2) // grain) * grain for _ in range(above)),
+            *(random.randrange(start << 1, start << 2, 64) for _ in range(above)),
         }
     )
     ranges = [LiveRange(begin, begin + min(size, 64), n) for n, begin in enumerate(begins)]

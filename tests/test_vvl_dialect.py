@@ -92,7 +92,7 @@ def test_decode_reads_the_dialect_from_the_elf_without_a_flag(tmp_path):
     )
     assert compiled.returncode == 0
     listed = json.loads(subprocess.run([*DPRINTF, "inspect", str(elf), "--json"], capture_output=True).stdout)
-    assert [row.get("dialect") for row in listed["strings"]] == ["vvl"]
+    assert [row.get("dialect") for row in listed["amdpal.format_strings"]["strings"]] == ["vvl"]
     result = run_sources([Source("vvl.ll", source.read_text())], dialect="vvl")
     dump.write_bytes(bytes(result.printf_buffer))
     decoded = subprocess.run(

@@ -12,7 +12,7 @@ import importlib
 import mmap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Literal, Protocol
 
 from metadata.errors import DprintfError
 
@@ -20,6 +20,11 @@ from ..targets.target import Target
 
 MAX_INVOCATIONS = 1 << 32  # invocation IDs are 32-bit: 0 .. 2^32 - 1
 DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
+# The greatest buffer: its 16-byte header and the 2^29 dwords the 2 GiB offset clamp lets the code use
+# (SPEC 4, `metadata.wire`, which imports numpy: the nvptx worker imports this module without it).
+MAX_BUFFER_BYTES = 16 + 4 * (1 << 29)
+AUTO: Final = "auto"  # a printf buffer of the default size, then once more of the size the output needed
+BufferSize = int | Literal["auto"]
 DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)  # the proposal's minimum maxShaderAbortMessageSize
 DEFAULT_RUN_TIMEOUT_SECONDS = 60.0
 PRINTF_IMAGE, ABORT_IMAGE = 0, 1  # a launch's first images: printf, abort (then `slots` names them all)

@@ -7,6 +7,12 @@ invocations `0 .. N-1`, and decodes the buffers into a `RunResult`, each feature
 only moves bytes and runs code: it receives the buffers' initial images and returns them as the code
 left them, with how it ended. The buffers are named slots (`slots`), each image followed by its guard
 (`images`).
+
+A printf buffer size of `AUTO` (the command line's default) starts with the default size; when the
+output did not fit, `bufferOffset` (which counts every dword asked for) says the size it needed, and the
+harness launches once more with that size, from the same initial buffers: the output is whole for a
+program that prints the same each time (`RunResult.refit` says so). Not after the timeout or an
+interruption, and not past `MAX_BUFFER_BYTES`.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import llvmlite.binding as llvm
 
 from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
+from metadata.wire import HEADER_BYTES
 
 from ..features import FEATURES, Feature
 from ..lowered_module import LoweredModule, Source
@@ -30,11 +37,14 @@ from ..pipeline import lower_sources
 from ..targets.runtime_globals import ABORT_BUFFER_GLOBAL, DATA_SIZES_GLOBAL, PRINTF_BUFFER_GLOBAL
 from ..targets.target import Target, get_target
 from .device import (
+    AUTO,
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
     DEFAULT_RUN_TIMEOUT_SECONDS,
     DEVICE_MODULES,
+    MAX_BUFFER_BYTES,
     MAX_INVOCATIONS,
+    BufferSize,
     Device,
     DeviceError,
     DeviceRun,
@@ -77,6 +87,29 @@ def open_device(name: str) -> Device:
 
 
 @dataclass(frozen=True)
+class Refit:
+    """A printf buffer of size `AUTO` whose output did not fit: the first launch's buffer in bytes, the
+    size its output needed (`bufferOffset` dwords after the header), and whether the program ran again
+    with it (not past MAX_BUFFER_BYTES)."""
+
+    first_bytes: int
+    needed_bytes: int
+    ran_again: bool
+
+    def message(self) -> str:
+        if self.ran_again:
+            return (
+                f"printf buffer: the output needed {self.needed_bytes} bytes, more than the "
+                f"{self.first_bytes} of the buffer: ran again with --buffer-size {self.needed_bytes} "
+                "(--buffer-size auto)"
+            )
+        return (
+            f"printf buffer: the output needed {self.needed_bytes} bytes, more than the {MAX_BUFFER_BYTES} "
+            "a buffer can have: not run again"
+        )
+
+
+@dataclass(frozen=True)
 class RunResult:
     """A run: how it ended, the decoded printf and abort buffers, every buffer as the device left it (named
     slots, guards included), and each enabled feature's run part (by its name)."""
@@ -92,6 +125,7 @@ class RunResult:
     guards: tuple[tuple[str, Bytes], ...] = ()  # (the buffer's name in messages, its guard)
     notes: tuple[str, ...] = ()  # what the features noted of the launch (`LaunchPlan.notes`), as warnings
     lowering_warnings: tuple[str, ...] = ()  # what the pass said of the module (LoweredModule.warnings)
+    refit: Refit | None = None  # a printf buffer of size AUTO whose first launch's output did not fit
 
     @property
     def printf_buffer(self) -> Bytes:
@@ -160,14 +194,14 @@ class RunResult:
 @dataclass(frozen=True)
 class RunOptions:
     """How to run lowered code: the entry, the invocations and threads, the printf and abort buffers'
-    sizes (whole buffers in bytes, header included), the timeout, the data buffers' initial contents in
-    parameter order (SPEC 11) and how many of each one's first bytes were given (a file's, for
-    a check of reads of bytes never written, SPEC 13; None: all of them)."""
+    sizes (whole buffers in bytes, header included; the printf buffer's may be AUTO), the timeout, the
+    data buffers' initial contents in parameter order (SPEC 11) and how many of each one's first bytes
+    were given (a file's, for a check of reads of bytes never written, SPEC 13; None: all of them)."""
 
     entry: str = "main"
     invocations: int = 1
     threads: int = 1
-    buffer_size: int = DEFAULT_PRINTF_BUFFER_BYTES
+    buffer_size: BufferSize = AUTO
     abort_buffer_size: int = DEFAULT_ABORT_BUFFER_BYTES
     timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS
     data_buffers: Sequence[Image] = ()
@@ -212,7 +246,27 @@ def run_lowered(lowered: LoweredModule, *, device: str | Device = "cpu", **run_o
             f"the entry function @{run.entry} takes {found.data_buffers} data buffer(s), "
             f"{len(run.data_buffers)} given"
         )
-    plan = _plan(module, lowered, run)
+    if isinstance(run.buffer_size, int):
+        return _launch(chosen, lowered, module, found, run, run.buffer_size)
+    result = _launch(chosen, lowered, module, found, run, DEFAULT_PRINTF_BUFFER_BYTES)
+    refit = _refit(result, DEFAULT_PRINTF_BUFFER_BYTES)
+    if refit is None:
+        return result
+    if refit.ran_again:
+        result = _launch(chosen, lowered, module, found, run, refit.needed_bytes)
+    return dataclasses.replace(result, refit=refit)
+
+
+def _launch(
+    device: Device,
+    lowered: LoweredModule,
+    module: llvm.ModuleRef,
+    found: EntryPoint,
+    run: RunOptions,
+    buffer_size: int,
+) -> RunResult:
+    """One launch of the entry `found` with a printf buffer of `buffer_size` bytes, decoded."""
+    plan = _plan(module, lowered, run, buffer_size)
     launch = Launch(
         lowered.ir,
         found,
@@ -224,16 +278,25 @@ def run_lowered(lowered: LoweredModule, *, device: str | Device = "cpu", **run_o
         plan.live_ranges,
         plan.traps,
     )
-    ran = chosen.run(launch, plan.slots.images)
-    result = _result(chosen.name, ran, lowered, plan.slots.with_images(ran.images), len(run.data_buffers))
+    ran = device.run(launch, plan.slots.images)
+    result = _result(device.name, ran, lowered, plan.slots.with_images(ran.images), len(run.data_buffers))
     return dataclasses.replace(result, notes=tuple(plan.notes))
 
 
-def _plan(module: llvm.ModuleRef, lowered: LoweredModule, run: RunOptions) -> LaunchPlan:
+def _refit(result: RunResult, first_bytes: int) -> Refit | None:
+    """What a buffer of size AUTO does after its first launch: None when the output fit, or when the run
+    was stopped from outside (the timeout, an interruption), which a second launch would not repeat."""
+    if not result.printf.dropped_dwords or result.ending in (Ending.TIMED_OUT, Ending.INTERRUPTED):
+        return None
+    needed = HEADER_BYTES + 4 * result.printf.buffer_offset
+    return Refit(first_bytes, needed, needed <= MAX_BUFFER_BYTES)
+
+
+def _plan(module: llvm.ModuleRef, lowered: LoweredModule, run: RunOptions, buffer_size: int) -> LaunchPlan:
     """The launch's buffers and runtime globals: printf's and abort's, the data buffers, then each
     feature's; DeviceError for a runtime global the module declares with another type."""
     slots = Slots()
-    slots.add(PRINTF, initial_image(run.buffer_size, PRINTF))
+    slots.add(PRINTF, initial_image(buffer_size, PRINTF))
     slots.add(ABORT, initial_image(run.abort_buffer_size, ABORT))
     for number, data in enumerate(run.data_buffers):
         slots.add(data_slot(number), data_image(data))

@@ -67,8 +67,24 @@ class Option:
         if callable(arguments.get("help")):
             arguments["help"] = arguments["help"]()
         if self.alone is not None:
-            arguments["metavar"] = f"[={arguments.get('metavar', 'VALUE')}]"
+            arguments["metavar"] = self.metavar
         parser.add_argument(self.flag, dest=self.keyword, default=self.default, **arguments)
+
+    @property
+    def metavar(self) -> str:
+        return str(self.arguments.get("metavar", "VALUE"))
+
+    def takes(self, word: str) -> bool:
+        """Whether `word` is a value of the option: its `type` reads it (a flag with `alone` takes its
+        value after `=` only, so such a word after it and a space is a mistake to point out)."""
+        read = self.arguments.get("type")
+        if read is None:
+            return False
+        try:
+            read(word)
+        except (argparse.ArgumentTypeError, TypeError, ValueError):
+            return False
+        return True
 
 
 class ReportStage(enum.Enum):

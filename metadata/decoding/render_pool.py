@@ -122,8 +122,12 @@ class RenderPool:
 
     def stop(self) -> None:
         """Stop the workers now, whatever they are doing (killed, not waited for past a second each), and
-        remove the pieces they may have left."""
+        remove the pieces they may have left. The executor's manager thread, which closes its wake-up
+        pipe once the workers are gone, is waited for too (a second at most): at the interpreter's exit
+        CPython wakes every such thread still listed, and one closing its pipe meanwhile made that wake-up
+        write to a closed descriptor, an "Exception ignored ... Bad file descriptor" traceback on stderr."""
         processes = list((getattr(self._executor, "_processes", None) or {}).values())
+        manager = getattr(self._executor, "_executor_manager_thread", None)
         self._executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             with contextlib.suppress(OSError, ValueError):
@@ -131,6 +135,8 @@ class RenderPool:
         for process in processes:
             with contextlib.suppress(OSError, ValueError, AssertionError):
                 process.join(1.0)
+        if manager is not None:
+            manager.join(1.0)
         for directory in self._directories:  # a worker killed while writing may have left a piece
             shutil.rmtree(directory, ignore_errors=True)
 

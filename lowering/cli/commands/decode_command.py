@@ -108,6 +108,7 @@ def _decode(
     if any(report.found_errors for report in reports) and status == EXIT_OK:
         status = EXIT_FOUND_ERRORS
     if args.json or args.json_lines:
+        report_dropped(printf, aborts)
         write_json(summary(printf, aborts, warnings, status, reports), printf, lines=args.json_lines)
         return status
     for message in warnings:
@@ -150,13 +151,37 @@ def write_text(printf: PrintfDecoding, with_sites: bool = False) -> None:
 
 def report_printf(printf: PrintfDecoding) -> None:
     """Dropped dwords and the buffer's issues, as warnings."""
-    if printf.dropped_dwords:
-        warn(
-            f"printf buffer: {printf.dropped_dwords} dword(s) of output did not fit "
-            f"(bufferOffset {printf.buffer_offset}, capacity {printf.capacity} dwords)"
-        )
+    for message in _printf_dropped(printf):
+        warn(message)
     for issue in printf.issues:
         warn(f"printf buffer: {issue}")
+
+
+def report_dropped(printf: PrintfDecoding, aborts: AbortDecoding | None) -> None:
+    """Output that did not fit the buffers, as warnings: the one thing `--json` says on stderr."""
+    for message in [*_printf_dropped(printf), *(_aborts_dropped(aborts) if aborts is not None else [])]:
+        warn(message)
+
+
+def _printf_dropped(printf: PrintfDecoding) -> list[str]:
+    if not printf.dropped_dwords:
+        return []
+    return [
+        f"printf buffer: {printf.dropped_dwords} dword(s) of output did not fit "
+        f"(bufferOffset {printf.buffer_offset}, capacity {printf.capacity} dwords)"
+    ]
+
+
+def _aborts_dropped(aborts: AbortDecoding) -> list[str]:
+    if not aborts.dropped_dwords:
+        return []
+    least, most = aborts.dropped_records
+    count = f"{least}" if least == most else f"{least} to {most}"
+    return [
+        f"abort buffer: {aborts.dropped_dwords} dword(s) of abort records did not fit "
+        f"(bufferOffset {aborts.buffer_offset}, capacity {aborts.capacity} dwords): "
+        f"{count} abort message(s) lost"
+    ]
 
 
 def report_aborts(aborts: AbortDecoding) -> None:
@@ -172,14 +197,8 @@ def report_aborts(aborts: AbortDecoding) -> None:
         error(f"device lost: shader abort: {text}")
     if aborts.device_lost and not aborts.messages:
         error("device lost: shader abort (no abort message could be decoded)")
-    if aborts.dropped_dwords:
-        least, most = aborts.dropped_records
-        count = f"{least}" if least == most else f"{least} to {most}"
-        warn(
-            f"abort buffer: {aborts.dropped_dwords} dword(s) of abort records did not fit "
-            f"(bufferOffset {aborts.buffer_offset}, capacity {aborts.capacity} dwords): "
-            f"{count} abort message(s) lost"
-        )
+    for dropped in _aborts_dropped(aborts):
+        warn(dropped)
     for issue in aborts.issues:
         warn(f"abort buffer: {issue}")
 

@@ -10,7 +10,9 @@ the device was lost by an abort, 1 when it was lost otherwise (the lowered code 
 finding). Each enabled feature
 reports its part where its `RunReport` says (`features.feature`), and `--dump-buffers` writes the data
 buffers and what the features dump. `--json` prints one JSON document instead (`run_summary`: the
-features' keys among it), and nothing on stderr.
+features' keys among it); stderr then has only the warnings of output that did not fit a buffer and of
+a second run (`--buffer-size auto`: the harness ran the program again, its output not having fit,
+`RunResult.refit`).
 """
 
 from __future__ import annotations
@@ -38,9 +40,18 @@ from . import (
     warn,
     write_output,
 )
-from .decode_command import report_aborts, report_printf, report_stage, summary, write_json, write_text
+from .decode_command import (
+    report_aborts,
+    report_dropped,
+    report_printf,
+    report_stage,
+    summary,
+    write_json,
+    write_text,
+)
 
 STDIN = "-"
+PRINTF_DUMP, ABORT_DUMP = "printf.bin", "abort.bin"  # `--dump-buffers`: the buffers `decode` reads
 EXIT_STATUS = {
     Ending.COMPLETED: EXIT_OK,
     Ending.ABORTED: EXIT_DEVICE_LOST,
@@ -58,11 +69,15 @@ def run(args: argparse.Namespace) -> int:
     status = EXIT_STATUS[result.ending]
     if any(report.found_errors for report in reports) and status == EXIT_OK:
         status = EXIT_FOUND_ERRORS
+    refit = refit_warnings(result)
     if args.json or args.json_lines:
+        for message in refit:
+            warn(message)
+        report_dropped(result.printf, result.abort)
         write_json(run_summary(result, status, reports), result.printf, lines=args.json_lines)
     else:
         notes = (note for report in reports for note in report.notes)
-        for message in [*result.lowering_warnings, *result.notes, *notes]:
+        for message in [*refit, *result.lowering_warnings, *result.notes, *notes]:
             warn(message)
         write_text(result.printf, with_sites=True)  # only entries lowered with their call site have one
         report_printf(result.printf)
@@ -98,6 +113,11 @@ def run_input(args: argparse.Namespace, **options: Any) -> RunResult:
     )
 
 
+def refit_warnings(result: RunResult) -> list[str]:
+    """What `--buffer-size auto` did after output that did not fit its first buffer (none when it fit)."""
+    return [result.refit.message()] if result.refit is not None else []
+
+
 def feature_reports(result: RunResult) -> list[RunReport]:
     """What each enabled feature reports of its run part, in registry order."""
     return [
@@ -119,14 +139,17 @@ def data_buffer(size: int, path: str | None) -> tuple[bytes, int]:
 
 
 def dump_buffers(directory: str, result: RunResult) -> None:
-    """Each data buffer, as the device left it, to `directory/buffer<N>.bin`, then what each enabled
-    feature dumps (the directory is made)."""
+    """The printf and abort buffers whole, header included (as `decode` reads them), to
+    `directory/printf.bin` and `abort.bin`; each data buffer, as the device left it, to
+    `directory/buffer<N>.bin`; then what each enabled feature dumps (the directory is made)."""
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as failure:
         raise InputError(f"cannot make {directory}: {failure.strerror or failure}") from None
     files: list[tuple[str, bytes]] = [
-        (f"buffer{number}.bin", bytes(data)) for number, data in enumerate(result.data_buffers)
+        (PRINTF_DUMP, bytes(result.printf_buffer)),
+        (ABORT_DUMP, bytes(result.abort_buffer)),
+        *((f"buffer{number}.bin", bytes(data)) for number, data in enumerate(result.data_buffers)),
     ]
     files += [
         dump
@@ -151,9 +174,10 @@ def report_device(result: RunResult) -> None:
 
 
 def run_summary(result: RunResult, status: int, reports: Sequence[RunReport]) -> dict[str, Any]:
-    """`dprintf decode`'s summary, with `warnings` the stores past a capacity, the features' keys, and how
-    the device ended."""
-    report = summary(result.printf, result.abort, [*result.guard_issues, *result.notes], status, reports)
+    """`dprintf decode`'s summary, with `warnings` a second run of `--buffer-size auto`, the stores past a
+    capacity and what the features noted, the features' keys, and how the device ended."""
+    warnings = [*refit_warnings(result), *result.guard_issues, *result.notes]
+    report = summary(result.printf, result.abort, warnings, status, reports)
     report["device"] = {
         "name": result.device,
         "outcome": result.ending.value,

@@ -15,7 +15,14 @@ import sys
 
 from ...cli.commands import lowering_options, warn
 from ...cli.commands.decode_command import report_aborts, report_printf, report_stage
-from ...cli.commands.run_command import EXIT_STATUS, STDIN, feature_reports, report_device, run_input
+from ...cli.commands.run_command import (
+    EXIT_STATUS,
+    STDIN,
+    feature_reports,
+    refit_warnings,
+    report_device,
+    run_input,
+)
 from ..feature import ReportStage
 from . import NAME
 from .profile_output import write_profile
@@ -24,7 +31,7 @@ from .profile_output import write_profile
 def run(args: argparse.Namespace) -> int:
     result = run_input(args, instrument=True, **lowering_options(args))
     reports = feature_reports(result)
-    for message in result.lowering_warnings:
+    for message in [*refit_warnings(result), *result.lowering_warnings]:
         warn(message)
     sys.stderr.write("".join(result.printf.text_chunks(verbose=True)))
     report_printf(result.printf)

@@ -66,6 +66,10 @@ _WARP_INTRINSICS = [
     "i1 @llvm.nvvm.vote.all.sync(i32, i1)",
 ]
 _ONE_WORD_BYTES = frozenset({1, 2, 4})  # sizes that stay inside one word when aligned to themselves
+# Why an access is not recorded (the `.reason` of its `.unrecorded` row).
+_NOT_INLINED = "an access in a function still called, not inlined into its entry"
+_NOT_ONE_BUFFER = "an access through a pointer that no one data buffer of its entry explains"
+_SIZE_UNKNOWN = "an access of a type whose size is not known"
 
 
 def run(context: PassContext) -> None:
@@ -90,7 +94,7 @@ class _Found:
 def record(module: Module, target: Target, prefix: str) -> RaceTable:
     """Record the accesses of `module`'s entries that can race (see the module docstring); the table.
     Names it adds start with `prefix`."""
-    found, unrecorded = _find(module)
+    found, unrecorded = _find(module, prefix)
     buffers = _shadowed(found)
     recorded = [item for item in found if item.buffer in buffers]
     sites = tuple(_site(module, number, item) for number, item in enumerate(recorded))
@@ -98,7 +102,10 @@ def record(module: Module, target: Target, prefix: str) -> RaceTable:
         sites,
         tuple(buffers.values()),
         max(len(sites) - 1, 0).bit_length(),
-        tuple(Unchecked(function, source, count) for (function, source), count in unrecorded.items()),
+        tuple(
+            Unchecked(function, source, count, reason)
+            for (function, source, reason), count in unrecorded.items()
+        ),
     )
     if recorded:
         count = max(len(item.entry.data_buffers) for item in found)  # K of `[K x ptr]`
@@ -106,14 +113,15 @@ def record(module: Module, target: Target, prefix: str) -> RaceTable:
     return table
 
 
-def _find(module: Module) -> tuple[list[_Found], Counter[tuple[str, str | None]]]:
+def _find(module: Module, prefix: str) -> tuple[list[_Found], Counter[tuple[str, str | None, str]]]:
     """Every data-buffer access of the entries, attributed; and the buffer-space accesses no data
     buffer explains (in a function still called, through a pointer loaded from memory, mixing buffers,
-    of a size not known), by function and source."""
+    of a size not known), by function, source and why. The accesses of the passes before (validation's
+    to its runtime tables, through pointers they name with `prefix`) are not the shader's."""
     by_name = {entry.function.name: entry for entry in entries(module, RUNTIME_BUFFER_TYPE)}
     references = module.reference_counts()
     found: list[_Found] = []
-    unrecorded: Counter[tuple[str, str | None]] = Counter()
+    unrecorded: Counter[tuple[str, str | None, str]] = Counter()
     for function in module.definitions():
         entry = by_name.get(function.name)
         if entry is None and references[function.name] <= 1:
@@ -121,11 +129,13 @@ def _find(module: Module) -> tuple[list[_Found], Counter[tuple[str, str | None]]
         roots = derivations(function, entry) if entry is not None else {}
         for block, instruction in function.instructions():
             for access in accesses(instruction):
-                if access.pointer_type != RUNTIME_BUFFER_TYPE:
+                if access.pointer_type != RUNTIME_BUFFER_TYPE or access.pointer.startswith(f"%{prefix}"):
                     continue
                 root = roots.get(access.pointer)
                 if entry is None or root is None or access.bytes is None:
-                    unrecorded[function.name, source_of(module, instruction)] += 1
+                    reason = _NOT_ONE_BUFFER if root is None else _SIZE_UNKNOWN
+                    where = function.name, source_of(module, instruction)
+                    unrecorded[*where, _NOT_INLINED if entry is None else reason] += 1
                     continue
                 access_class = ATOMIC if access.atomic else WRITE if access.writes else READ
                 found.append(_Found(function, block, instruction, entry, access, root, access_class))
