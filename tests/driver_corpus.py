@@ -1,12 +1,15 @@
 """What real compilers write and real tools print, as this project's own test data (issue 32).
 
-Three sources, each case with a note of where it comes from:
-- LLPC: the shapes of its lit inputs `lgc/test/Transforms/LowerDebugPrintf/basic.lgc` and
-  `lgc/test/CsLowerDebugPrintf.lgc` in their versions, written here (not copies), lowered for amdpal, with
-  the table and entry sizes LLPC's checks expect; and the abort example of its `docs/DdnDebugPrintf.md`.
-- XGL: tables as LLPC writes them and buffers as its code writes them, decoded as XGL's
-  `icd/api/debug_printf.cpp` decodes them (one trailing NUL of `.string` taken off, the arguments past the
-  conversions read and not printed, each conversion formatted by the C library).
+Three sources, each case with a note of where it comes from (repository, path, commit or test name; the
+commits each section was checked against are listed at its head):
+- LLPC: its lit inputs `lgc/test/Transforms/LowerDebugPrintf/basic.lgc` and `lgc/test/CsLowerDebugPrintf.lgc`,
+  one case for each version in LLPC's history, written here in their shapes (not copies) and lowered for
+  amdpal, with the entries, entry sizes and table keys LLPC's checks (or its code of the time) expect; and
+  the abort example of its `docs/DdnDebugPrintf.md`.
+- XGL: tables as LLPC writes them and buffers as its code writes them, with what XGL's
+  `icd/api/debug_printf.cpp` prints for them in its two readings (until November 2024, since February
+  2025), checked against a model of that reader (`tests/test_driver_corpus.py`); where this project
+  prints otherwise on purpose, `ours` and `differs` say what and why (docs/llpc-and-vvl.md).
 - VVL: calls of its `docs/debug_printf.md` and of the kinds its `tests/unit/debug_printf*.cpp` make
   (narrow integers, misformatted calls), in the `vvl` dialect, with what VVL prints and how severely it
   says so: a narrow integer at its own width, signed for signed conversions; a mismatch a warning, the
@@ -37,22 +40,35 @@ def _float_bits(value: float) -> int:
 
 
 # --- LLPC -----------------------------------------------------------------------------------------------
+#
+# Checked against GPUOpen-Drivers/llpc (snapshot 40cb8d95a, 2025-04-29): every version of
+# `lgc/test/Transforms/LowerDebugPrintf/basic.lgc` (7b6abfca8 2023-06-16, f64d106c0 2024-06-26, fa78a160d
+# 2024-08-28, 6aecd3da1 2024-12-23, eaf7c1d44 2025-02-28) and of `lgc/test/CsLowerDebugPrintf.lgc`
+# (a0df5dfdb/b9c8de4bf 2023-03, dd7dd3b46/af2e25f8b 2023-04, 4b7460c21 and 0ed2b6e7a 2023-06-16, 38975915b
+# 2023-06-20, f64d106c0 2024-06-26, 5278a3ff4, 3a396c77e, 6aecd3da1 2024-12-23, eaf7c1d44), LLPC's
+# `LowerDebugPrintf.cpp` of each time (what its table holds where a lit file checks only the IR), LGC's
+# `PipelineState::findResourceNode`, and `docs/DdnDebugPrintf.md` (eaf7c1d44). The modules below are
+# written here in the shapes of those inputs, not copied.
 
 
 @dataclass(frozen=True)
 class Row:
     """A table entry as LLPC's checks expect it: its string, `.argument_count`, `.64bit_arguments`, and
-    the dwords of each entry the device writes (its header included)."""
+    the dwords of each entry the device writes (its header included); `llpc_string` the `.string` LLPC
+    writes when it is not this project's (LLPC writes a NUL-terminated array with its NUL)."""
 
     string: str
     count: int
     mask: tuple[int, ...]
     dwords: int
+    llpc_string: str | None = None
 
 
 @dataclass(frozen=True)
 class LlpcLowering:
-    """A module of an LLPC lit input's shape, lowered for amdpal."""
+    """A module of an LLPC lit input's shape, lowered for amdpal: the entries, `.user_data_offset`, the
+    warnings, and the keys of `amdpal.format_strings` LLPC writes (`llpc_keys`); `differs` says where
+    this project's table deliberately differs (docs/llpc-and-vvl.md, "on purpose")."""
 
     name: str
     origin: str
@@ -60,23 +76,37 @@ class LlpcLowering:
     rows: tuple[Row, ...]
     user_data_offset: int | None = None
     warnings: tuple[str, ...] = ()  # what each warning says after the call it names
+    llpc_keys: tuple[str, ...] = (".strings", ".version")
+    differs: str = ""
     source: str = LLPC
 
 
 @dataclass(frozen=True)
 class LlpcMessage:
-    """An abort message of `@lgc.abort.msg`: its format string and argument dwords, what it prints."""
+    """An abort message of `@lgc.abort.msg`: its dwords (the format string's, then the arguments'), what
+    it prints; `ir`, when given, the call's operands as LLPC's document writes them."""
 
     name: str
     origin: str
-    format: str
-    arguments: tuple[int, ...]
+    dwords: tuple[int, ...]
     text: str
     oracle: Oracle
+    ir: str = ""
     source: str = LLPC
 
 
-# basic.lgc: a `spir_func` shader without user-data parameters, a printf without a buffer operand.
+# basic.lgc of 2023-06-16 (7b6abfca8): the buffer an operand, the string a `global` (not `constant`) of
+# LGC's constant address space, no user-data nodes.
+BASIC_2023 = (
+    '@str = internal addrspace(4) global [8 x i8] c"Test: %u"\n\n'
+    "define spir_func void @simple(ptr addrspace(7) %buffer) !lgc.shaderstage !0 {\n"
+    "  call void (...) @lgc.debug.printf(ptr addrspace(7) %buffer, ptr addrspace(4) @str, i32 42)\n"
+    "  ret void\n}\n\n"
+    "declare void @lgc.debug.printf(...)\n\n"
+    "!0 = !{i32 7}\n"
+)
+# basic.lgc since 2024-06-26: a `spir_func` shader without user-data parameters, a printf without a buffer
+# operand.
 BASIC = (
     '@str = private unnamed_addr constant [8 x i8] c"Test: %u", align 1\n\n'
     "define spir_func void @simple() !lgc.shaderstage !0 {\n"
@@ -85,232 +115,388 @@ BASIC = (
     "declare void @lgc.debug.printf(...)\n\n"
     "!0 = !{i32 7}\n"
 )
-# Its `!lgc.user.data.nodes`: the printf buffer (internal set, binding 6) in a table at user data dword
-# 0, or a root descriptor at dwords 2..5; LGC's node form, with visibility.
-NODES = {
-    "table": (
+
+
+def user_data_nodes(visibility: bool = True, internal_set: int = -16) -> str:
+    """`!lgc.user.data.nodes` as LLPC's lit inputs have them: a table at user data 0 holding the printf
+    buffer (internal set, binding 6); LGC's node form with visibility (since 2023-06-20) or without."""
+    shown = "i32 0, " if visibility else ""
+    return (
         "!lgc.user.data.nodes = !{!4, !5}\n"
-        '!4 = !{!"DescriptorTableVaPtr", i32 7, i32 0, i32 0, i32 1, i32 1}\n'
-        '!5 = !{!"DescriptorBuffer", i32 6, i32 0, i32 0, i32 4, i32 -16, i32 6, i32 4}\n',
-        0,
-    ),
+        f'!4 = !{{!"DescriptorTableVaPtr", i32 7, {shown}i32 0, i32 1, i32 1}}\n'
+        f'!5 = !{{!"DescriptorBuffer", i32 6, {shown}i32 0, i32 4, i32 {internal_set}, i32 6, i32 4}}\n'
+    )
+
+
+# The printf buffer in a table at user data dword 0 (set -16, as since 2024-12-23), or a root descriptor
+# at dwords 2..5; with the offset each gives `.user_data_offset`.
+NODES = {
+    "table": (user_data_nodes(), 0),
     "root": (
         "!lgc.user.data.nodes = !{!4}\n"
         '!4 = !{!"DescriptorMutable", i32 6, i32 0, i32 2, i32 4, i32 -16, i32 6, i32 4}\n',
         2,
     ),
 }
-# CsLowerDebugPrintf.lgc of 2023: LGC's built-in calls, the buffer operand from a descriptor, one argument
-# (an i64) more than 'Output:%d\n' converts; its nodes in LGC's earlier form (no visibility), set -1.
-CS = """target triple = "amdgcn--amdpal"
 
-@str.1 = internal addrspace(4) constant [10 x i8] c"Output:%d\\0A"
 
-define dllexport spir_func void @lgc.shader.CS.main() local_unnamed_addr #0 !lgc.shaderstage !8 {
-.entry:
-  %0 = call <3 x i32> @lgc.shader.input.LocalInvocationId(i32 47) #1
-  %1 = extractelement <3 x i32> %0, i64 0
-  %2 = call ptr addrspace(4) @lgc.descriptor.table.addr(i32 6, i32 6, i32 -1, i32 6, i32 -1) #1
-  %3 = load <4 x i32>, ptr addrspace(4) %2, align 16
-  %4 = call ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32> %3)
-  %5 = bitcast <2 x i32> zeroinitializer to i64
-  call void (...) @lgc.debug.printf(ptr addrspace(7) %4, ptr addrspace(4) @str.1, i32 %1, i64 %5)
-  ret void
-}
-
-declare void @lgc.debug.printf(...) #0
-declare <3 x i32> @lgc.shader.input.LocalInvocationId(i32) #1
-declare ptr addrspace(4) @lgc.descriptor.table.addr(i32, i32, i32, i32, i32) #1
-declare ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32>) #1
-
-attributes #0 = { nounwind }
-attributes #1 = { nounwind memory(none) }
-
-!lgc.user.data.nodes = !{!4, !5}
-!4 = !{!"DescriptorTableVaPtr", i32 7, i32 0, i32 1, i32 1}
-!5 = !{!"DescriptorBuffer", i32 6, i32 0, i32 4, i32 -1, i32 6, i32 4}
-!8 = !{i32 7}
-"""
-# The same input as LLPC's lit inputs were written before LLVM's opaque pointers: typed pointers, the
-# format string through a constant GEP, the buffer from `lgc.late.launder.fat.pointer`.
-CS_TYPED = (
-    CS.replace("call ptr addrspace(4) @lgc.descriptor", "call <4 x i32> addrspace(4)* @lgc.descriptor")
-    .replace("ptr addrspace(4) %2", "<4 x i32> addrspace(4)* %2")
-    .replace(
-        "call ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32> %3)",
-        "call i8 addrspace(7)* @lgc.late.launder.fat.pointer(<4 x i32> %3)",
+def _cs_2023(declaration: str, call: str, nodes: str, extra: str = "") -> str:
+    """CsLowerDebugPrintf.lgc of 2023: a compute entry of LGC's, the printf buffer from a descriptor (its
+    operand), 'Output:%d\\n' of the invocation's X."""
+    return (
+        'target triple = "amdgcn--amdpal"\n\n'
+        '@str.1 = internal addrspace(4) constant [10 x i8] c"Output:%d\\0A"\n\n'
+        "define dllexport spir_func void @lgc.shader.CS.main() local_unnamed_addr #0 !lgc.shaderstage !8 {\n"
+        ".entry:\n"
+        "  %0 = call <3 x i32> @lgc.shader.input.LocalInvocationId(i32 47) #1\n"
+        "  %1 = extractelement <3 x i32> %0, i64 0\n"
+        "  %2 = call ptr addrspace(4) @lgc.descriptor.table.addr(i32 6, i32 6, i32 -1, i32 6, i32 -1) #1\n"
+        "  %3 = load <4 x i32>, ptr addrspace(4) %2, align 16\n"
+        "  %4 = call ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32> %3)\n"
+        f"{extra}{call}"
+        "  ret void\n}\n\n"
+        f"{declaration}\n"
+        "declare <3 x i32> @lgc.shader.input.LocalInvocationId(i32) #1\n"
+        "declare ptr addrspace(4) @lgc.descriptor.table.addr(i32, i32, i32, i32, i32) #1\n"
+        "declare ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32>) #1\n\n"
+        "attributes #0 = { nounwind }\n"
+        "attributes #1 = { nounwind memory(none) }\n\n"
+        f"{nodes}"
+        "!8 = !{i32 7}\n"
     )
-    .replace(
-        "@lgc.debug.printf(ptr addrspace(7) %4, ptr addrspace(4) @str.1,",
-        "@lgc.debug.printf(i8 addrspace(7)* %4, i8 addrspace(4)* getelementptr inbounds ([10 x i8], "
-        "[10 x i8] addrspace(4)* @str.1, i64 0, i64 0),",
-    )
-    .replace("declare ptr addrspace(4) @lgc.descriptor", "declare <4 x i32> addrspace(4)* @lgc.descriptor")
-    .replace(
-        "declare ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32>)",
-        "declare i8 addrspace(7)* @lgc.late.launder.fat.pointer(<4 x i32>)",
-    )
-    .replace("memory(none)", "readnone")
+
+
+_EXTRA_I64 = "  %5 = bitcast <2 x i32> zeroinitializer to i64\n"
+_VARIADIC = "declare void @lgc.debug.printf(...) #0"
+_VOID_CALL = (
+    "  call void (...) @lgc.debug.printf(ptr addrspace(7) %4, ptr addrspace(4) @str.1, i32 %1, i64 %5)\n"
 )
+# March 2023 (a0df5dfdb, b9c8de4bf): the callee declared with the call's types, returning i64 (the buffer
+# offset after the entry; unused), one argument; its nodes without visibility, set -1.
+CS_2023_03 = _cs_2023(
+    "declare i64 @lgc.debug.printf(ptr addrspace(7), ptr addrspace(4), i32) #0",
+    '  %" " = call i64 @lgc.debug.printf(ptr addrspace(7) %4, ptr addrspace(4) @str.1, i32 %1)\n',
+    user_data_nodes(visibility=False, internal_set=-1),
+)
+# April 2023 (dd7dd3b46, af2e25f8b): one argument more than the conversions, an i64.
+CS_2023_04 = _cs_2023(
+    "declare i64 @lgc.debug.printf(ptr addrspace(7), ptr addrspace(4), i32, i64) #0",
+    '  %" " = call i64 @lgc.debug.printf(ptr addrspace(7) %4, ptr addrspace(4) @str.1, i32 %1, i64 %5)\n',
+    user_data_nodes(visibility=False, internal_set=-1),
+    _EXTRA_I64,
+)
+# 2023-06-16, 0ed2b6e7a ("lgc/debugprintf: various cleanups"): the variadic void form, nodes without
+# visibility, set -1.
+CS = _cs_2023(_VARIADIC, _VOID_CALL, user_data_nodes(visibility=False, internal_set=-1), _EXTRA_I64)
+# 2023-06-20 to 2024-06 (38975915b): the same with the nodes' visibility.
+CS_2023_06 = _cs_2023(_VARIADIC, _VOID_CALL, user_data_nodes(internal_set=-1), _EXTRA_I64)
+
+
+def _cs_2024(internal_set: int) -> str:
+    """CsLowerDebugPrintf.lgc since 2024-06-26: two printfs without a buffer operand, their strings
+    NUL-terminated arrays as LLPC's SPIR-V reader makes them, the second of two doubles."""
+    return (
+        'target triple = "amdgcn--amdpal"\n\n'
+        '@0 = private unnamed_addr constant [11 x i8] c"Output:%d\\0A\\00", align 1\n'
+        '@1 = private unnamed_addr constant [22 x i8] c"workgroup size:%f,%f\\0A\\00", align 1\n\n'
+        "define dllexport spir_func void @lgc.shader.CS.main() local_unnamed_addr #0 !lgc.shaderstage !8 {\n"
+        ".entry:\n"
+        "  %0 = call i32 @lgc.shader.input.LocalInvocationId(i32 49) #1\n"
+        "  %1 = and i32 %0, 1023\n"
+        "  call void (...) @lgc.debug.printf(ptr nonnull @0, i32 %1)\n"
+        "  call void (...) @lgc.debug.printf(ptr nonnull @1, double 1.000000e+00, double 1.000000e+00)\n"
+        "  ret void\n}\n\n"
+        f"{_VARIADIC}\n"
+        "declare i32 @lgc.shader.input.LocalInvocationId(i32) #1\n\n"
+        "attributes #0 = { nounwind }\n"
+        "attributes #1 = { nounwind memory(none) }\n\n"
+        f"{user_data_nodes(internal_set=internal_set)}"
+        "!8 = !{i32 7}\n"
+    )
+
+
+CS_2024_06 = _cs_2024(-1)
+CS_2024_12 = _cs_2024(-16)
+
 _EXTRA = "1 argument(s) after the 1 conversion(s) of 'Output:%d\\n' are not printed"
 _TEST_U = Row("Test: %u", 1, (0,), 3)
+_OUTPUT_EXTRA = Row("Output:%d\n", 2, (2,), 5)  # LLPC's code then: .argument_count 2, .64bit_arguments [2]
+_OUTPUT_2024 = (
+    Row("Output:%d\n", 1, (0,), 3, llpc_string="Output:%d\n\0"),
+    Row("workgroup size:%f,%f\n", 2, (3,), 6, llpc_string="workgroup size:%f,%f\n\0"),
+)
+_WITH_OFFSET = (".strings", ".user_data_offset", ".version")
+_OFFSET_SINCE = (
+    "LLPC writes .user_data_offset since 2024-08-28 (fa78a160d); this project writes it whenever the "
+    "buffer comes from the node"
+)
+_NUL_KEPT = "LLPC writes each .string with its NUL; this project up to it (XGL takes one trailing NUL off)"
+_CS_ORIGIN = "GPUOpen-Drivers/llpc lgc/test/CsLowerDebugPrintf.lgc"
+_BASIC_ORIGIN = "GPUOpen-Drivers/llpc lgc/test/Transforms/LowerDebugPrintf/basic.lgc"
 
 LLPC_LOWERINGS = (
     LlpcLowering(
-        "basic.lgc",
-        "basic.lgc as LLPC has it since December 2024: the node in a table at user data 0, set -16; "
-        "LLPC's checks: the call lowered, the table with 'Test: %u' and .user_data_offset 0",
+        "basic.lgc of 2023-06-16",
+        f"{_BASIC_ORIGIN} @7b6abfca8: the buffer an operand, `@str` a global of addrspace(4) not marked "
+        "constant; PALMD checks: one entry, .64bit_arguments [0], .argument_count 1, 'Test: %u'; keys "
+        ".strings, .version",
+        BASIC_2023,
+        (_TEST_U,),
+    ),
+    LlpcLowering(
+        "basic.lgc of 2024-06-26",
+        f"{_BASIC_ORIGIN} @f64d106c0: no buffer operand, the node in a table at user data 0, nodes with "
+        "visibility, set -1; PALMD checks: the entry, keys .strings and .version only",
+        BASIC + user_data_nodes(internal_set=-1),
+        (_TEST_U,),
+        user_data_offset=0,
+        differs=_OFFSET_SINCE,
+    ),
+    LlpcLowering(
+        "basic.lgc of 2024-08-28",
+        f"{_BASIC_ORIGIN} @fa78a160d (and 785bd887d): the same input, set -1; PALMD checks: "
+        ".user_data_offset: 0",
+        BASIC + user_data_nodes(internal_set=-1),
+        (_TEST_U,),
+        user_data_offset=0,
+        llpc_keys=_WITH_OFFSET,
+    ),
+    LlpcLowering(
+        "basic.lgc since 2024-12-23",
+        f"{_BASIC_ORIGIN} @6aecd3da1, eaf7c1d44 (unchanged at 40cb8d95a): set -16 (LLPC's "
+        "InternalDescriptorSetId 0xFFFFFFF0 since 6aecd3da1); PALMD checks: .user_data_offset: 0",
         BASIC + NODES["table"][0],
         (_TEST_U,),
         user_data_offset=0,
+        llpc_keys=_WITH_OFFSET,
     ),
     LlpcLowering(
-        "basic.lgc, set -1",
-        "basic.lgc before December 2024, when LLPC's internal descriptor set was -1: the same checks",
-        BASIC + NODES["table"][0].replace("i32 -16", "i32 -1"),
-        (_TEST_U,),
-        user_data_offset=0,
-    ),
-    LlpcLowering(
-        "basic.lgc, root node",
-        "basic.lgc's printf with its node a root descriptor at user data 2, as LGC's findResourceNode "
-        "finds root nodes too",
+        "basic.lgc's call, a root node",
+        "not an LLPC lit input: basic.lgc's printf with its node a root descriptor at user data 2; LGC's "
+        "PipelineState::findResourceNode (40cb8d95a) returns a matching root node as its own top node, "
+        "and LowerDebugPrintf.cpp writes the top node's offsetInDwords as .user_data_offset",
         BASIC + NODES["root"][0],
         (_TEST_U,),
         user_data_offset=2,
+        llpc_keys=_WITH_OFFSET,
     ),
     LlpcLowering(
-        "basic.lgc, nodes without visibility",
-        "basic.lgc's printf with its nodes in LGC's earlier form, without visibility, and set -1, as "
-        "CsLowerDebugPrintf.lgc of 2023 writes its nodes",
-        BASIC
-        + "!lgc.user.data.nodes = !{!4, !5}\n"
-        + '!4 = !{!"DescriptorTableVaPtr", i32 7, i32 0, i32 1, i32 1}\n'
-        + '!5 = !{!"DescriptorBuffer", i32 6, i32 0, i32 4, i32 -1, i32 6, i32 4}\n',
-        (_TEST_U,),
-        user_data_offset=0,
+        "CsLowerDebugPrintf.lgc of 2023-03",
+        f"{_CS_ORIGIN} @a0df5dfdb, b9c8de4bf: `declare i64 @lgc.debug.printf(ptr addrspace(7), "
+        'ptr addrspace(4), i32)`, its result `%" "` unused; CHECK: atomicrmw add 3, three stores; the '
+        "table as LowerDebugPrintf.cpp of then writes it",
+        CS_2023_03,
+        (Row("Output:%d\n", 1, (0,), 3),),
     ),
     LlpcLowering(
-        "CsLowerDebugPrintf.lgc",
-        "CsLowerDebugPrintf.lgc of 2023: LLPC's checks: an entry of 5 dwords (header, i32, i64), "
+        "CsLowerDebugPrintf.lgc of 2023-04",
+        f"{_CS_ORIGIN} @dd7dd3b46, af2e25f8b: an i64 argument past the conversion; CHECK: atomicrmw add 5, "
+        "five stores (header, i32, the i64's low and high dwords); LowerDebugPrintf.cpp of then: "
         ".argument_count 2, .64bit_arguments [2]",
-        CS,
-        (Row("Output:%d\n", 2, (2,), 5),),
+        CS_2023_04,
+        (_OUTPUT_EXTRA,),
         warnings=(_EXTRA,),
     ),
     LlpcLowering(
-        "CsLowerDebugPrintf.lgc, typed pointers",
-        "CsLowerDebugPrintf.lgc as written before LLVM's opaque pointers (typed pointers, a constant GEP "
-        "to the string); LLVM 22 reads them as opaque: the same entry",
-        CS_TYPED,
-        (Row("Output:%d\n", 2, (2,), 5),),
+        "CsLowerDebugPrintf.lgc of 2023-06-16",
+        f"{_CS_ORIGIN} @0ed2b6e7a (f47ccfdd5): the variadic `declare void @lgc.debug.printf(...)`, nodes "
+        "without visibility; CHECK: atomicrmw add 5, five stores",
+        CS,
+        (_OUTPUT_EXTRA,),
         warnings=(_EXTRA,),
+    ),
+    LlpcLowering(
+        "CsLowerDebugPrintf.lgc of 2023-06-20",
+        f"{_CS_ORIGIN} @38975915b (to f64d106c0): the nodes with visibility, set -1; CHECK: atomicrmw add 5",
+        CS_2023_06,
+        (_OUTPUT_EXTRA,),
+        warnings=(_EXTRA,),
+    ),
+    LlpcLowering(
+        "CsLowerDebugPrintf.lgc of 2024-06-26",
+        f"{_CS_ORIGIN} @f64d106c0 (5278a3ff4, 3a396c77e): two printfs without a buffer operand, the "
+        "strings [11 x i8] 'Output:%d\\n\\0' and [22 x i8] 'workgroup size:%f,%f\\n\\0', two doubles; set "
+        "-1; CHECK: atomicrmw add 3 then 6, the doubles low dword first; LowerDebugPrintf.cpp keeps the "
+        "NUL (llvm-dialects' ImmutableStringAttr reads the array with getAsString)",
+        CS_2024_06,
+        _OUTPUT_2024,
+        user_data_offset=0,
+        differs=f"{_NUL_KEPT}; {_OFFSET_SINCE}",
+    ),
+    LlpcLowering(
+        "CsLowerDebugPrintf.lgc since 2024-12-23",
+        f"{_CS_ORIGIN} @6aecd3da1, eaf7c1d44 (unchanged at 40cb8d95a): set -16; otherwise as of 2024-06",
+        CS_2024_12,
+        _OUTPUT_2024,
+        user_data_offset=0,
+        llpc_keys=_WITH_OFFSET,
+        differs=_NUL_KEPT,
     ),
 )
 
-# docs/DdnDebugPrintf.md's abort example: 'test: %lf %d\n' with a double and an int, the message data a
-# struct of scalar layout: the double at byte 16, the int at 24, 4 bytes of padding to 32.
+
+def _string_dwords(text: bytes) -> tuple[int, ...]:
+    padded = text + bytes(-len(text) % 4)
+    return struct.unpack(f"<{len(padded) // 4}I", padded)
+
+
+# docs/DdnDebugPrintf.md (eaf7c1d44): `@lgc.abort.msg(i32 1953719668, i32 1814372410, i32 1680154726,
+# i32 10, i32 undef, i32 0, i32 1, i32 undef)`: 'test: %lf %d\n' (its comment shows a space before the
+# newline that its dwords do not have), then a double (low dword undef, high 0), the int 1 and the padding
+# of scalar layout to 32 bytes. `undef` is a constant 0 here (docs/llpc-and-vvl.md).
+_DOC_DWORDS = (1953719668, 1814372410, 1680154726, 10, 0, 0, 1, 0)
 _EXAMPLE = struct.unpack("<4I", struct.pack("<dII", 2.5, 7, 0))
 LLPC_MESSAGES = (
     LlpcMessage(
         "DdnDebugPrintf.md abort example",
-        "LLPC's docs/DdnDebugPrintf.md: an abort message with a double, 'test: %lf %d\\n', 4 argument dwords "
-        "(the last the padding of scalar layout)",
-        "test: %lf %d\n",
-        _EXAMPLE,
+        "GPUOpen-Drivers/llpc docs/DdnDebugPrintf.md @eaf7c1d44, 'lgc.abort.msg' under SPIRVReader: the "
+        "call's 8 dwords as written there, undef a constant 0",
+        _DOC_DWORDS,
+        "test: 0.000000 1\n",
+        ("test: %lf %d\n", (ctypes.c_double(0.0), ctypes.c_int(1))),
+        ir="i32 1953719668, i32 1814372410, i32 1680154726, i32 10, i32 undef, i32 0, i32 1, i32 undef",
+    ),
+    LlpcMessage(
+        "DdnDebugPrintf.md's message with values",
+        "the same message with a double 2.5 and an int 7 (derived): the double at byte 16, the int at 24, "
+        "4 bytes of padding to 32",
+        _string_dwords(b"test: %lf %d\n\0") + _EXAMPLE,
         "test: 2.500000 7\n",
         ("test: %lf %d\n", (ctypes.c_double(2.5), ctypes.c_int(7))),
     ),
     LlpcMessage(
         "abort message, an int before a double",
-        "the proposal's scalar layout applied to 'code %d: %lf' (string in 4 dwords): the int at byte 16, "
-        "4 bytes of padding, the double at 24",
-        "code %d: %lf",
-        struct.unpack("<4I", struct.pack("<iId", -3, 0, 0.25)),
+        "derived: the proposal's scalar layout applied to 'code %d: %lf' (string in 4 dwords): the int at "
+        "byte 16, 4 bytes of padding, the double at 24",
+        _string_dwords(b"code %d: %lf\0") + struct.unpack("<4I", struct.pack("<iId", -3, 0, 0.25)),
         "code -3: 0.250000",
         ("code %d: %lf", (ctypes.c_int(-3), ctypes.c_double(0.25))),
     ),
 )
 
 # --- XGL ------------------------------------------------------------------------------------------------
+#
+# Checked against GPUOpen-Drivers/xgl `icd/api/debug_printf.cpp` in its two readings: XGL_2023 (5301cf5
+# 2023-04-14 to a367518 2024-11-27) and XGL_2025 (393503c 2025-02-28 to e9782eb 2025-04-29), which takes
+# one trailing NUL off `.string` and reads `.argument_count` dwords for the arguments (a 64-bit one's high
+# dword then read past them). Both: the conversions are found with the regular expression
+# `(%){1}[-+#0]*[0-9]*((.)[0-9]+){0,1}(v[2-4])*((h)+|(l)+|j|z|t|L)*([diuoxXfFeEgGaAc]){1}`, each formatted
+# alone by sprintf (glibc's here) from a 32-bit value (a float widened) or, with its `.64bit_arguments`
+# bit, a 64-bit one; the text around them copied as it is (so `%%` stays `%%`); an argument past the
+# conversions read and not printed; an unknown ID ends the buffer's decoding.
+
+XGL_2023, XGL_2025 = "XGL 2023-04..2024-11", "XGL 2025-02.."
 
 
 @dataclass(frozen=True)
 class XglDecoding:
     """A table (its rows as LLPC writes them) and the entries of a buffer, each its ID and payload
-    dwords; what XGL prints for them, and the warnings here (one per table entry, not per line)."""
+    dwords; what XGL (`xgl`, the reading it is checked against) prints for them, what this project prints
+    where it deliberately differs (`ours`, with `differs` saying why), and the warnings here (one per
+    table entry, not per line)."""
 
     name: str
     origin: str
     rows: tuple[dict, ...]
     entries: tuple[tuple[int, tuple[int, ...]], ...]
     output: str
-    oracle: tuple[Oracle, ...] = ()  # one per entry printed
+    xgl: tuple[str, ...] = (XGL_2023, XGL_2025)
+    ours: str | None = None
+    differs: str = ""
     warnings: tuple[str, ...] = ()
+    issues: tuple[str, ...] = ()  # what the decoder reports of the buffer, a fragment each
     source: str = XGL
+
+    @property
+    def printed(self) -> str:
+        """What this project prints."""
+        return self.output if self.ours is None else self.ours
 
 
 def _row(index: int, string: str, count: int, mask: int) -> dict:
     return {".index": index, ".string": string, ".argument_count": count, ".64bit_arguments": [mask]}
 
 
-_OUTPUT = _row(0x1E5F0E7DA2A1, "Output:%d\n", 2, 0b10)
+# LLPC's 48-bit hash of 'Output:%d\n' in CsLowerDebugPrintf.lgc's CHECK lines of 2023-03 (a0df5dfdb): the
+# header dwords -1902706685 (0x8E970003: size 3, ID bits 0..15) and -455574279 (ID bits 16..47).
+LLPC_OUTPUT_ID = 0xE4D87CF9 << 16 | 0x8E97
+_OUTPUT = _row(LLPC_OUTPUT_ID, "Output:%d\n", 2, 0b10)
 _LARGE = (1 << 40) + 5
+_ONE = struct.unpack("<2I", struct.pack("<d", 1.0))
+_DEBUG_PRINTF = "GPUOpen-Drivers/xgl icd/api/debug_printf.cpp"
 XGL_DECODINGS = (
     XglDecoding(
         "argument count above the conversions",
-        "XGL's debug_printf.cpp reads .argument_count arguments and formats the conversions: the table of "
-        "CsLowerDebugPrintf.lgc ('Output:%d\\n', 2 arguments, the second 64-bit) prints Output:7",
+        f"{_DEBUG_PRINTF} @a367518: DecodeSpecifier formats only the conversions; the table of "
+        "CsLowerDebugPrintf.lgc of 2023 ('Output:%d\\n', 2 arguments, the second 64-bit, LLPC's own ID) "
+        "prints Output:7; XGL_2025 reads 2 dwords of the 3 and misreads the next entry",
         (_OUTPUT,),
-        ((_OUTPUT[".index"], (7, 0, 0)), (_OUTPUT[".index"], (8, 0xFFFFFFFF, 0xFFFFFFFF))),
+        ((LLPC_OUTPUT_ID, (7, 0, 0)), (LLPC_OUTPUT_ID, (8, 0xFFFFFFFF, 0xFFFFFFFF))),
         "Output:7\nOutput:8\n",
-        (("Output:%d\n", (ctypes.c_int(7),)), ("Output:%d\n", (ctypes.c_int(8),))),
+        xgl=(XGL_2023,),
         warnings=("'Output:%d\\n' has 1 conversion(s) and .argument_count 2",),
     ),
     XglDecoding(
         "an extra 32-bit argument",
-        "the same with the extra argument an i32 (.64bit_arguments [0]): entries of 4 dwords",
+        f"{_DEBUG_PRINTF}: the same with the extra argument an i32 (.64bit_arguments [0]): 2 dwords",
         (_row(0x2A, "Output:%d\n", 2, 0),),
         ((0x2A, (7, 9)),),
         "Output:7\n",
-        (("Output:%d\n", (ctypes.c_int(7),)),),
         warnings=("'Output:%d\\n' has 1 conversion(s) and .argument_count 2",),
     ),
     XglDecoding(
         "a string ending in NUL",
-        "LLPC writes a string that reached it as a NUL-terminated array with its NUL; XGL takes one off",
+        f"{_DEBUG_PRINTF} @393503c: DecodeFormatStringsFromElf takes one trailing NUL off .string, as "
+        "LLPC writes a string that reached it as an array (CsLowerDebugPrintf.lgc since 2024-06-26)",
         (_row(0x3B, "Test: %u\0", 1, 0),),
         ((0x3B, (42,)),),
         "Test: 42",
-        (("Test: %u", (ctypes.c_uint(42),)),),
+        xgl=(XGL_2025,),
+    ),
+    XglDecoding(
+        "a string ending in NUL, before 2025",
+        f"{_DEBUG_PRINTF} @a367518: .string copied whole, and the text after the last conversion with it: "
+        "the NUL is written out",
+        (_row(0x3B, "Test: %u\0", 1, 0),),
+        ((0x3B, (42,)),),
+        "Test: 42\0",
+        xgl=(XGL_2023,),
+        ours="Test: 42",
+        differs="one trailing NUL is taken off, as XGL does since 2025-02-28",
     ),
     XglDecoding(
         "a NUL inside the string",
-        "a NUL before the end is not the terminator XGL takes off: the entry is not used",
+        f"{_DEBUG_PRINTF} @e9782eb: only the last NUL is taken off; the text is copied byte for byte, the "
+        "NUL inside it too, and the regular expression finds %u past it",
         (_row(0x3C, "Te\0st: %u\0", 1, 0),),
         ((0x3C, (42,)),),
-        "",
+        "Te\0st: 42",
+        xgl=(XGL_2025,),
+        ours="",
+        differs="a NUL before the end makes the entry unusable here (C's printf would stop at it)",
         warnings=(".string contains a NUL character before its end",),
+        issues=("unknown format string ID",),
     ),
     XglDecoding(
         "basic.lgc's table",
-        "basic.lgc's table with .user_data_offset (kept, not used by the decoder), three invocations",
+        f"{_DEBUG_PRINTF}: basic.lgc's table with .user_data_offset (not used by the reader), three entries",
         (_row(0x4D, "Test: %u", 1, 0),),
         tuple((0x4D, (n,)) for n in range(3)),
         "Test: 0Test: 1Test: 2",
-        tuple(("Test: %u", (ctypes.c_uint(n),)) for n in range(3)),
     ),
     XglDecoding(
         "64-bit arguments",
-        "two 64-bit arguments (.64bit_arguments [3]), each two dwords, low first",
+        f"{_DEBUG_PRINTF} @a367518: each 64-bit argument two dwords, low first, formatted as uint64_t "
+        "(%u, %o, %x, %X) or int64_t (%d, %i, %c); XGL_2025 reads 2 dwords of the 4",
         (_row(0x5E, "%llx %lld\n", 2, 0b11),),
         ((0x5E, (_LARGE & 0xFFFFFFFF, _LARGE >> 32, 0xFFFFFFFB, 0xFFFFFFFF)),),
         "10000000005 -5\n",
-        (("%llx %lld\n", (ctypes.c_ulonglong(_LARGE), ctypes.c_longlong(-5))),),
+        xgl=(XGL_2023,),
     ),
     XglDecoding(
         "floats and a double",
-        "32-bit floats formatted as the doubles they widen to, a double from its two dwords",
+        f"{_DEBUG_PRINTF} @a367518: a 32-bit float passed to sprintf as the double it widens to, a double "
+        "from its two dwords",
         (_row(0x6F, "%f %e %g\n", 3, 0b100),),
         (
             (
@@ -324,15 +510,52 @@ XGL_DECODINGS = (
             ),
         ),
         "1.500000 -1.250000e-01 1e-05\n",
-        (("%f %e %g\n", (ctypes.c_double(1.5), ctypes.c_double(-0.125), ctypes.c_double(1e-5))),),
+        xgl=(XGL_2023,),
+    ),
+    XglDecoding(
+        "CsLowerDebugPrintf.lgc's table of 2024",
+        f"{_DEBUG_PRINTF} @a367518 reading the table LLPC wrote for CsLowerDebugPrintf.lgc of 2024-06-26 "
+        "(each .string with its NUL, two doubles): the NULs are written out",
+        (_row(0x71, "Output:%d\n\0", 1, 0), _row(0x72, "workgroup size:%f,%f\n\0", 2, 0b11)),
+        ((0x71, (5,)), (0x72, (*_ONE, *_ONE))),
+        "Output:5\n\0workgroup size:1.000000,1.000000\n\0",
+        xgl=(XGL_2023,),
+        ours="Output:5\nworkgroup size:1.000000,1.000000\n",
+        differs="one trailing NUL is taken off, as XGL does since 2025-02-28",
     ),
     XglDecoding(
         "a percent sign",
-        "'%%' prints one '%' and takes no argument",
+        f"{_DEBUG_PRINTF}: '%%' matches no conversion of its regular expression, so the text around the "
+        "conversions, copied as it is, keeps it",
         (_row(0x70, "100%% %d\n", 1, 0),),
         ((0x70, (0xFFFFFFFF,)),),
-        "100% -1\n",
-        (("100%% %d\n", (ctypes.c_int(-1),)),),
+        "100%% -1\n",
+        ours="100% -1\n",
+        differs="'%%' prints '%', as C's printf prints it (and VVL, and LLPC's SPIR-V sources mean)",
+    ),
+    XglDecoding(
+        "an unknown ID",
+        f"{_DEBUG_PRINTF}: ProcessDebugPrintfBuffer (PostQueueProcess before 2025) breaks out of its loop "
+        "at an entry whose ID is not in the table: nothing after it is printed",
+        (_row(0x73, "n=%u\n", 1, 0),),
+        ((0x73, (1,)), (0x99, (5,)), (0x73, (2,))),
+        "n=1\n",
+        ours="n=1\nn=2\n",
+        differs="the entry header's size frames the unknown entry: it is reported and skipped, the rest "
+        "decoded",
+        issues=("unknown format string ID 0x000000000099",),
+    ),
+    XglDecoding(
+        "LLPC's vector entry",
+        f"{_DEBUG_PRINTF}: LLPC writes only a vector's first component and counts one argument "
+        "(LowerDebugPrintf.cpp's getDwordValues returns inside its loop); XGL formats '%v4f' alone with "
+        "sprintf, which glibc prints as it is",
+        (_row(0x74, "v %v4f\n", 1, 0),),
+        ((0x74, (_float_bits(1.5),)),),
+        "v %v4f\n",
+        ours="",
+        differs="an entry whose size does not hold its conversions' arguments is reported, not decoded",
+        issues=("has 3 dword(s) but its arguments need 6: not decoded",),
     ),
 )
 

@@ -267,6 +267,9 @@ class _VvlArgument:
 
 
 FORMAT_STRING = "format string"
+# LGC's constant address space: a `global` there is read as a `constant` is, as LLPC reads its format
+# strings (its `basic.lgc` of June 2023 has `@str = internal addrspace(4) global [8 x i8] c"Test: %u"`).
+LGC_CONSTANT_ADDRESS_SPACE = "addrspace(4)"
 
 
 def _global_at_byte_zero(value: str, noun: str) -> str | None:
@@ -296,7 +299,7 @@ def _string_of(variable: GlobalVariable | None, name: str, noun: str) -> str:
         raise CallProblem(f"the {noun} {name} is not a global variable")
     if definition.external:
         raise CallProblem(f"the {noun} {name} is external: its contents are not known")
-    if not definition.constant:
+    if not definition.constant and LGC_CONSTANT_ADDRESS_SPACE not in definition.words:
         raise CallProblem(f"the {noun} {name} is not constant")
     array = parse_type(definition.value_type)
     if not isinstance(array, ir.ArrayType) or array.element != ir.IntType(8):
