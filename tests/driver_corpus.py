@@ -10,11 +10,12 @@ commits each section was checked against are listed at its head):
   `icd/api/debug_printf.cpp` prints for them in its two readings (until November 2024, since February
   2025), checked against a model of that reader (`tests/test_driver_corpus.py`); where this project
   prints otherwise on purpose, `ours` and `differs` say what and why (docs/llpc-and-vvl.md).
-- VVL: calls of its `docs/debug_printf.md` and of the kinds its `tests/unit/debug_printf*.cpp` make
-  (narrow integers, misformatted calls), in the `vvl` dialect, with what VVL prints and how severely it
-  says so: a narrow integer at its own width, signed for signed conversions; a mismatch a warning, the
-  dwords the shader wrote read as the conversion reads them (VVL's decoder takes each value as its
-  conversion says).
+- VVL: a case for each test of its `tests/unit/debug_printf.cpp` whose expected text depends on how the
+  values it passes are formatted (not its two disabled ones, nor those of stages, descriptors and run-time
+  addresses) and for each of its 31 tests of misformatted calls, its documented examples, and a few calls
+  derived from its shader pass and decoder, in the `vvl` dialect: what VVL prints (its decoder reading
+  the dwords its pass wrote) and whether it prints, warns or refuses; where this project differs on
+  purpose, `ours` and `differs` say what and why (docs/llpc-and-vvl.md).
 
 Where C's semantics apply, `oracle` gives the C format and arguments whose `snprintf` must print the
 expected text; `tests/test_driver_corpus.py` runs every case and checks the oracle too.
