@@ -13,7 +13,7 @@ import re
 
 import pytest
 from dprintf_cli import dprintf
-from driver_corpus import BASIC, CS, NODES
+from driver_corpus import BASIC, CS, CS_2023_03, NODES
 
 from lowering.codegen.emit import compile_assembly
 from lowering.devices.harness import run_sources
@@ -95,3 +95,44 @@ def test_too_few_arguments_stay_an_error():
     text = CS.replace(", i32 %1, i64 %5)", ")")
     with pytest.raises(Exception, match="'Output:%d\\\\n' has 1 conversion\\(s\\) but 0 argument"):
         lower_sources([Source("cs.lgc", text)], "amdpal")
+
+
+def test_a_module_with_typed_pointers_is_read_as_llvm_reads_it():
+    """Not an LLPC lit input (those had opaque pointers from their first version, March 2023): the same
+    call written with typed pointers, the format string through a constant GEP, reads as LLVM 22 reads it,
+    with opaque pointers: the same entry."""
+    typed = (
+        CS.replace("call ptr addrspace(4) @lgc.descriptor", "call <4 x i32> addrspace(4)* @lgc.descriptor")
+        .replace("ptr addrspace(4) %2", "<4 x i32> addrspace(4)* %2")
+        .replace(
+            "call ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32> %3)",
+            "call i8 addrspace(7)* @lgc.late.launder.fat.pointer(<4 x i32> %3)",
+        )
+        .replace(
+            "@lgc.debug.printf(ptr addrspace(7) %4, ptr addrspace(4) @str.1,",
+            "@lgc.debug.printf(i8 addrspace(7)* %4, i8 addrspace(4)* getelementptr inbounds ([10 x i8], "
+            "[10 x i8] addrspace(4)* @str.1, i64 0, i64 0),",
+        )
+        .replace(
+            "declare ptr addrspace(4) @lgc.descriptor", "declare <4 x i32> addrspace(4)* @lgc.descriptor"
+        )
+        .replace(
+            "declare ptr addrspace(7) @lgc.buffer.desc.to.ptr(<4 x i32>)",
+            "declare i8 addrspace(7)* @lgc.late.launder.fat.pointer(<4 x i32>)",
+        )
+        .replace("memory(none)", "readnone")
+    )
+    assert "addrspace(4)* getelementptr" in typed and "ptr addrspace(7) @lgc.buffer" not in typed
+    (entry,) = lower_sources([Source("typed.lgc", typed)], "amdpal").table
+    (expected,) = lower_sources([Source("cs.lgc", CS)], "amdpal").table
+    assert entry == expected
+
+
+def test_llpcs_printf_of_2023_is_read_while_its_result_is_unused():
+    """LLPC's `declare i64 @lgc.debug.printf(ptr addrspace(7), ptr addrspace(4), i32)` of March to June
+    2023 returned the buffer offset after its entry, which nothing here computes."""
+    (entry,) = lower_sources([Source("cs.lgc", CS_2023_03)], "amdpal").table
+    assert (entry.string, entry.argument_count) == ("Output:%d\n", 1)
+    used = CS_2023_03.replace("  ret void\n", '  %next = add i64 %" ", 1\n  ret void\n', 1)
+    with pytest.raises(Exception, match="its result is used: LLPC's printf of 2023"):
+        lower_sources([Source("cs.lgc", used)], "amdpal")

@@ -21,7 +21,7 @@ from ..ir.instructions import Instruction
 from ..ir.lexer import global_name
 from ..ir.types import parse_type
 from ..ir.values import Operand, constant_lanes
-from ..services.calls import MESSAGE, Call, crowded_functions, find_calls, other_uses
+from ..services.calls import MESSAGE, Call, crowded_functions, find_calls, other_uses, result_is_used
 from ..services.context import RUNTIME_BUFFER_TYPE, PassContext
 from ..services.format_strings import FormatStrings
 from ..services.helpers import ABORT, AS_IS, PRINTF, Helper, signed64
@@ -71,6 +71,12 @@ class _PrintfAbort:
         """Check a printf or abort call, record its string in the table, and replace it by a call to its
         helper."""
         context, operands = self.context, call.operands
+        if result_is_used(call):
+            raise CallProblem(
+                "its result is used: LLPC's printf of 2023 (`declare i64 @lgc.debug.printf(ptr addrspace(7), "
+                "ptr addrspace(4), ...)`) returned the buffer offset after its entry, which this project "
+                "does not compute; only its calls whose result is unused are read"
+            )
         without_buffer = _without_buffer_operand(call)
         if len(operands) < 2 and not without_buffer:
             missing = "buffer and format string operands" if not operands else "format string operand"

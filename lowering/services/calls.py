@@ -67,13 +67,39 @@ def declaration_problem(module: llvm.ModuleRef, kind: str) -> tuple[bool, str | 
         and str(signature.get_function_return()) == "void"
         and (not parameters or with_operands)
     )
-    if accepted:
+    if accepted or (function.is_declaration and _llpc_2023_form(kind, signature, parameters)):
         return True, None
     body = "" if function.is_declaration else " with a body"
     forms = f"`declare void @{name}(...)`"
     if kind != MESSAGE:
         forms = f"`declare void @{name}(ptr addrspace(7), ptr addrspace(4), ...)` or {forms}"
     return False, f"@{name} is `{signature}`{body}; expected {forms}"
+
+
+def _llpc_2023_form(kind: str, signature: llvm.TypeRef, parameters: list[str]) -> bool:
+    """LLPC's printf of March to June 2023 (its `CsLowerDebugPrintf.lgc` of then): `declare i64
+    @lgc.debug.printf(ptr addrspace(7), ptr addrspace(4), <each argument's type>)`, not variadic, the
+    call returning the buffer offset after its entry. Read when that result is unused
+    (`result_is_used`)."""
+    return (
+        kind == PRINTF
+        and not signature.is_function_vararg
+        and str(signature.get_function_return()) == "i64"
+        and len(parameters) >= 2
+        and all(parameter.startswith("ptr") for parameter in parameters[:2])
+    )
+
+
+def result_is_used(call: Call) -> bool:
+    """Whether the value a call defines (LLPC's printf of 2023 returns one) is used in its function."""
+    name = call.instruction.result
+    if name is None:
+        return False
+    return any(
+        instruction is not call.instruction and any(token[1] == name for token in instruction.tokens)
+        for block in call.function.blocks or ()
+        for instruction in block.instructions
+    )
 
 
 def find_calls(module: Module, kinds: list[str]) -> list[Call]:

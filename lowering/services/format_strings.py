@@ -14,8 +14,7 @@ import llvmlite.ir as ir
 
 from metadata.call_sites import CallSite
 from metadata.errors import DprintfError
-from metadata.formats import VVL_DIALECT, Conversion, conversion_specs, parse_format
-from metadata.layout import FLOAT, INTEGER
+from metadata.formats import VVL_DIALECT, conversion_specs, parse_format
 from metadata.table import FormatEntry
 from metadata.wire import MAX_ENTRY_DWORDS, entry_header
 
@@ -28,6 +27,7 @@ from ..ir.values import ConstantExpression, Operand
 from .calls import Call
 from .context import PassContext
 from .helpers import Helper, signed64
+from .vvl_arguments import VvlArgument
 
 T = TypeVar("T")  # what a cached reading gives (`_outcome`)
 
@@ -111,8 +111,9 @@ class FormatStrings:
         """VVL's habits (SPEC 9): each argument made what its conversion reads, by the instructions
         returned. A narrow integer is formatted at its own width, extended by the conversion's sign
         (VVL's `docs/debug_printf.md`); what VVL formats after a warning is formatted so here, with a
-        warning (`_VvlArgument`). An empty format string is an error, as VVL refuses it. What does
-        not parse is left for the entry's own check to report."""
+        warning (`VvlArgument`). What VVL refuses is an error: an empty format string, a scalar for a
+        `%vN` conversion, a vector for a scalar one. What does not parse is left for the entry's own
+        check to report."""
         if not string:
             self.context.problem(call, "the format string is empty, which VVL refuses")
             return arguments, []
@@ -124,8 +125,11 @@ class FormatStrings:
         adapted, instructions = [], []
         for position, (conversion, operand) in enumerate(zip(conversions, arguments, strict=False), start=1):
             name = f"%{context.prefix}vvl.{call.kind}.{call.ordinal}.{position}"
-            argument = _VvlArgument(conversion, operand, name)
-            argument.adapt()
+            argument = VvlArgument(conversion, operand, name)
+            try:
+                argument.adapt()
+            except CallProblem as refused:
+                raise CallProblem(f"argument {position} {refused}") from None
             context.warnings += [
                 f"{context.where(call)}: argument {position} {said}" for said in argument.said
             ]
@@ -156,117 +160,10 @@ def _outcome(read: Callable[..., T], *arguments: Any) -> T | CallProblem:
         return problem
 
 
-_FLOATS = {ir.HalfType(): "half", ir.FloatType(): "float", ir.DoubleType(): "double"}
-
-
-class _VvlArgument:
-    """One argument made what its conversion reads in VVL's dialect (SPEC 9), step by step: `operand`
-    the value after the `instructions` so far (named `name.N`), `said` the warnings, as VVL warns about
-    a call it formats anyway.
-
-    Its components: a vector shorter than the conversion's `%vN`, or a scalar, is padded with zeros; a
-    longer one (a vector for a scalar conversion too) is cut to the conversion's components. Then each
-    component: a float for an integer conversion is its bits (a `half` widened to `float` first, as VVL
-    writes it), an integer for a float conversion its bits too; an integer of 8 or 16 bits is extended
-    to 32 by the conversion's sign, VVL's own width (no warning); one narrower than a 64-bit conversion
-    is extended so, and an `i64` for a conversion of 32 bits keeps its low 32 bits."""
-
-    def __init__(self, conversion: Conversion, operand: Operand, name: str) -> None:
-        self.conversion = conversion
-        self.operand = operand
-        self.name = name
-        self.instructions: list[Instruction] = []
-        self.said: list[str] = []
-
-    @property
-    def value(self) -> str:
-        """The operand as an instruction takes it: its type and value, without its attributes."""
-        return f"{self.operand.type} {self.operand.value}"
-
-    def adapt(self) -> None:
-        parsed = parse_type(self.operand.type)
-        lanes = parsed.count if isinstance(parsed, ir.VectorType) else 0
-        element = parsed.element if isinstance(parsed, ir.VectorType) else parsed
-        if not isinstance(element, ir.IntType) and element not in _FLOATS:
-            return  # no value VVL formats: left for the entry's check
-        if self.conversion.kind in (INTEGER, FLOAT):
-            self._components(lanes, element)
-            (self._integer if self.conversion.kind == INTEGER else self._float)(element)
-
-    def _components(self, lanes: int, element: ir.Type) -> None:
-        wanted, text = self.conversion.vector, self.operand.type
-        if lanes == wanted:
-            return
-        if lanes > wanted:
-            if wanted:
-                mask = ", ".join(f"i32 {lane}" for lane in range(wanted))
-                self._emit(f"shufflevector {self.value}, {text} poison, <{wanted} x i32> <{mask}>", wanted)
-            else:
-                self._emit(f"extractelement {self.value}, i32 0", 0)
-            first = f"its first {wanted} components" if wanted else "its first component"
-            self.said.append(f"is {text} for '{self.conversion.text}': {first} printed")
-            return
-        vector = ir.VectorType(element, wanted)
-        if lanes:
-            mask = ", ".join(f"i32 {min(lane, lanes)}" for lane in range(wanted))
-            self._emit(
-                f"shufflevector {self.value}, {text} zeroinitializer, <{wanted} x i32> <{mask}>", wanted
-            )
-        else:
-            self._emit(f"insertelement {vector} zeroinitializer, {self.value}, i32 0", wanted)
-        self.said.append(f"has {lanes or 1} component(s) for '{self.conversion.text}': padded with zeros")
-
-    def _integer(self, element: ir.Type) -> None:
-        conversion, lanes = self.conversion, self.conversion.vector
-        if element in _FLOATS:
-            self.said.append(
-                f"is {_FLOATS[element]} for '{conversion.text}', which takes an integer: its bits are printed"
-            )
-            if element == ir.HalfType():
-                self._cast("fpext", ir.FloatType(), lanes)
-            element = ir.IntType(64 if element == ir.DoubleType() else 32)
-            self._cast("bitcast", element, lanes)
-        assert isinstance(element, ir.IntType)
-        width, wanted = element.width, 64 if conversion.value_bits == 64 else 32
-        if width > wanted:
-            self.said.append(f"is {element} for '{conversion.text}': its low {wanted} bits are printed")
-            self._cast("trunc", ir.IntType(wanted), lanes)
-        elif width < wanted:
-            if wanted == 64:
-                self.said.append(
-                    f"is {element} for '{conversion.text}', which takes a 64-bit integer: widened"
-                )
-            signed = conversion.is_signed and width > 1
-            self._cast("sext" if signed else "zext", ir.IntType(wanted), lanes)
-
-    def _float(self, element: ir.Type) -> None:
-        if not isinstance(element, ir.IntType):
-            return
-        lanes = self.conversion.vector
-        self.said.append(
-            f"is {element} for '{self.conversion.text}', which takes a floating-point value: its bits are "
-            "printed"
-        )
-        if element.width < 32:
-            self._cast("zext", ir.IntType(32), lanes)
-        self._cast("bitcast", ir.DoubleType() if element.width == 64 else ir.FloatType(), lanes)
-
-    def _cast(self, opcode: str, element: ir.Type, lanes: int) -> None:
-        target = ir.VectorType(element, lanes) if lanes else element
-        self._emit(f"{opcode} {self.value} to {target}", lanes, target)
-
-    def _emit(self, expression: str, lanes: int, result: ir.Type | None = None) -> None:
-        """`name.N = expression`, a value of `result` (by default the operand's element in `lanes`)."""
-        if result is None:
-            element = parse_type(self.operand.type)
-            element = element.element if isinstance(element, ir.VectorType) else element
-            result = ir.VectorType(element, lanes) if lanes else element
-        value = f"{self.name}.{len(self.instructions)}"
-        self.instructions.append(Instruction(f"{value} = {expression}"))
-        self.operand = Operand.parse(f"{result} {value}")
-
-
 FORMAT_STRING = "format string"
+# LGC's constant address space: a `global` there is read as a `constant` is, as LLPC reads its format
+# strings (its `basic.lgc` of June 2023 has `@str = internal addrspace(4) global [8 x i8] c"Test: %u"`).
+LGC_CONSTANT_ADDRESS_SPACE = "addrspace(4)"
 
 
 def _global_at_byte_zero(value: str, noun: str) -> str | None:
@@ -296,7 +193,7 @@ def _string_of(variable: GlobalVariable | None, name: str, noun: str) -> str:
         raise CallProblem(f"the {noun} {name} is not a global variable")
     if definition.external:
         raise CallProblem(f"the {noun} {name} is external: its contents are not known")
-    if not definition.constant:
+    if not definition.constant and LGC_CONSTANT_ADDRESS_SPACE not in definition.words:
         raise CallProblem(f"the {noun} {name} is not constant")
     array = parse_type(definition.value_type)
     if not isinstance(array, ir.ArrayType) or array.element != ir.IntType(8):
