@@ -245,18 +245,21 @@ def accesses(instruction: Instruction) -> list[Access]:
 
 
 def store_bytes(type_text: str) -> int | None:
-    """Bytes a value of this type occupies in memory when stored, for the types that can be checked."""
+    """Bytes a value of this type occupies in memory when stored (LLVM's store size: its bits rounded
+    up to bytes), for the types that can be checked. A vector's elements are packed: `<8 x i1>` is 1
+    byte, `<32 x i1>` 4, `<2 x i4>` 1, as LLVM's data layout sizes them."""
     parsed = parse_type(type_text)
     if isinstance(parsed, ir.VectorType):
-        element = _store_bits(parsed.element)
+        element = _bits(parsed.element)
         return None if element is None else (element * parsed.count + 7) // 8
-    bits = _store_bits(parsed)
+    bits = _bits(parsed)
     return None if bits is None else (bits + 7) // 8
 
 
-def _store_bits(parsed: ir.Type | None) -> int | None:
+def _bits(parsed: ir.Type | None) -> int | None:
+    """The bits of a scalar type (an integer's own width, not rounded to bytes)."""
     if isinstance(parsed, ir.IntType):
-        return (parsed.width + 7) // 8 * 8
+        return parsed.width
     if isinstance(parsed, ir.PointerType):
         return 8 * _POINTER_BYTES
     return (

@@ -1,0 +1,71 @@
+"""Issue 33: every access `--validate` and `--races` look at is checked and recorded at its true size,
+and what they still cannot look at is said out loud. Each case failed before its fix: sub-byte vectors
+sized a byte an element (item 4)."""
+
+from __future__ import annotations
+
+import pytest
+from run_parts import races_found, table_of, validation_reports
+
+from lowering.devices.harness import run_sources
+from lowering.lowered_module import Source
+from lowering.pipeline import lower_sources
+
+
+def entry(body: str, buffers: str = "%a", head: str = "") -> str:
+    """`@main(printf, id, buffers...)` with `body` after `entry:`, where `%wide` is the ID as i64."""
+    names = ", ".join(f"ptr addrspace(7) {name}" for name in buffers.split())
+    return (
+        head
+        + f"define void @main(ptr addrspace(7) %printf, i32 %id, {names}) {{\n"
+        + "entry:\n  %wide = zext i32 %id to i64\n"
+        + body
+        + "  ret void\n}\n"
+    )
+
+
+def run(text: str, sizes: list[int], invocations: int = 4, **options):
+    return run_sources(
+        [Source("test.ll", text)],
+        invocations=invocations,
+        data_buffers=[bytes(size) for size in sizes],
+        **options,
+    )
+
+
+def _bits(count: int, width: int) -> str:
+    return ", ".join(f"i{width} {(n * 5 + 1) % (1 << width)}" for n in range(count))
+
+
+SUB_BYTE = {  # a vector type, its store size (LLVM's: its bits rounded up to bytes), a constant of it
+    "<8 x i1>": (1, f"<{_bits(8, 1)}>"),
+    "<32 x i1>": (4, f"<{_bits(32, 1)}>"),
+    "<2 x i4>": (1, f"<{_bits(2, 4)}>"),
+    "<3 x i12>": (5, f"<{_bits(3, 12)}>"),
+}
+
+
+@pytest.mark.parametrize("vector", SUB_BYTE)
+def test_a_vector_of_sub_byte_elements_is_sized_as_llvm_stores_it(vector: str) -> None:
+    """Each invocation stores the vector into its own word of a buffer of one word an invocation and
+    loads it back: in bounds, and no two invocations share a word. Sized a byte an element, the store
+    was out of bounds (skipped, the buffer left zero) and raced with its neighbours' words."""
+    size, constant = SUB_BYTE[vector]
+    step = 8 if size > 4 else 4
+    text = entry(
+        f"  %at = getelementptr [{step} x i8], ptr addrspace(7) %a, i64 %wide\n"
+        f"  store {vector} {constant}, ptr addrspace(7) %at, align 4\n"
+        f"  %back = load {vector}, ptr addrspace(7) %at, align 4\n"
+    )
+    sizes = [step * 4]
+    plain = run(text, sizes)
+    for options in ({"validate": True}, {"races": True}, {"validate": True, "races": True}):
+        lowered = lower_sources([Source("test.ll", text)], **options)
+        for feature in options:
+            name = "validation" if feature == "validate" else "races"
+            table = table_of(lowered, name)
+            sites = table.sites if name == "validation" else [site.site for site in table.sites]
+            assert [site.bytes for site in sites] == [size, size]
+        result = run(text, sizes, **options)
+        assert not validation_reports(result) and not races_found(result)
+        assert bytes(result.data_buffers[0]) == bytes(plain.data_buffers[0]) != bytes(sizes[0])
