@@ -69,3 +69,39 @@ def test_a_vector_of_sub_byte_elements_is_sized_as_llvm_stores_it(vector: str) -
         result = run(text, sizes, **options)
         assert not validation_reports(result) and not races_found(result)
         assert bytes(result.data_buffers[0]) == bytes(plain.data_buffers[0]) != bytes(sizes[0])
+
+
+def _loop(times: int, body: str) -> str:
+    """`body` run `times` times, with `%i` the iteration (i64)."""
+    return (
+        "  br label %loop\nloop:\n"
+        "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]\n"
+        + body
+        + "  %i.next = add i64 %i, 1\n"
+        + f"  %more = icmp ult i64 %i.next, {times}\n"
+        + "  br i1 %more, label %loop, label %done\ndone:\n"
+    )
+
+
+def test_a_loop_failing_five_times_in_one_invocation_is_five_failures_in_one_invocation() -> None:
+    """Invocation 2 alone stores past the end, in each of the 5 iterations of its loop: "5 failures in
+    1 invocation", not "5 invocations". Where each invocation fails once, the line reads as before."""
+    text = entry(
+        "  %far = icmp eq i32 %id, 2\n"
+        "  %start = select i1 %far, i64 16, i64 0\n"
+        + _loop(
+            5,
+            "  %k = add i64 %start, %i\n"
+            "  %at = getelementptr i32, ptr addrspace(7) %a, i64 %k\n"
+            "  store i32 %id, ptr addrspace(7) %at, align 4\n",
+        )
+    )
+    (report,) = validation_reports(run(text, [64], validate=True))  # words 16..20 of 16
+    assert (report.count, report.invocations, report.first_invocation) == (5, 1, 2)
+    assert report.line().endswith(" at offsets 64..80 in @main: 5 failures in 1 invocation, first 2")
+    assert (report.document()["count"], report.document()["invocations"]) == (5, 1)
+    once = entry(
+        "  %at = getelementptr i32, ptr addrspace(7) %a, i64 %wide\n  store i32 1, ptr addrspace(7) %at\n"
+    )
+    (report,) = validation_reports(run(once, [8], validate=True))
+    assert report.line().endswith(": 2 invocations, first 2") and report.invocations == 2

@@ -216,7 +216,7 @@ def test_a_function_whose_address_is_taken_reports_with_the_invocation_unknown()
     )
     result = run(entry(body, buffers="ab", head=NOINLINE_PUT), [64, 8], 20)
     assert reports(result) == [("range", "store", "put", 4, UNKNOWN)]
-    assert "4 invocations, first unknown" in validation_reports(result)[0].line()
+    assert "4 failures, invocations unknown" in validation_reports(result)[0].line()
 
 
 def test_a_call_through_a_pointer_is_never_taken_for_a_call_of_the_function_its_name_spells():

@@ -26,13 +26,18 @@ _SIGNED = frozenset({"sdiv", "srem", "ashr", "fptosi"})
 
 
 class CheckReport(Protocol):
-    """A site's report: the site, how many checks failed there, the first invocation that failed."""
+    """A site's report: the site, how many checks failed there (`count`, a record each), in how many
+    distinct invocations (`invocations`; None when the records cannot tell them apart), the first
+    invocation that failed."""
 
     @property
     def site(self) -> Site: ...
 
     @property
     def count(self) -> int: ...
+
+    @property
+    def invocations(self) -> int | None: ...
 
     @property
     def first_invocation(self) -> int: ...
@@ -46,9 +51,36 @@ class CheckReport(Protocol):
         ...
 
 
-def _invocations(count: int, first: int) -> str:
-    which = "unknown" if first == UNKNOWN_INVOCATION else str(first)
-    return f"{'1 invocation' if count == 1 else f'{count} invocations'}, first {which}"
+def _plural(count: int, noun: str) -> str:
+    return f"1 {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _invocations(report: CheckReport) -> str:
+    """`8 invocations, first 24` where each invocation failed once; `5 failures in 1 invocation, first
+    0` where some failed more than once (a loop); `4 failures, invocations unknown` where the records do
+    not name them (a function whose address is taken)."""
+    count, invocations = report.count, report.invocations
+    if invocations is None or report.first_invocation == UNKNOWN_INVOCATION:
+        return f"{_plural(count, 'failure')}, invocations unknown"
+    first = f"first {report.first_invocation}"
+    if invocations == count:
+        return f"{_plural(invocations, 'invocation')}, {first}"
+    return f"{_plural(count, 'failure')} in {_plural(invocations, 'invocation')}, {first}"
+
+
+def distinct_invocations(invocations: np.ndarray) -> int | None:
+    """How many distinct invocations the records name; None when one of them is UNKNOWN_INVOCATION.
+    A bitmap over their span where it is no larger than 8 bytes a record, else a sort."""
+    if not len(invocations):
+        return 0
+    least, greatest = int(invocations.min()), int(invocations.max())
+    if greatest == UNKNOWN_INVOCATION:
+        return None
+    if greatest - least < 8 * len(invocations) + 4096:
+        seen = np.zeros(greatest - least + 1, dtype=bool)
+        seen[invocations - least] = True
+        return int(np.count_nonzero(seen))
+    return len(np.unique(invocations))
 
 
 def _span(name: str, least: int, greatest: int) -> str:
@@ -69,6 +101,7 @@ def _common(report: CheckReport) -> dict[str, Any]:
         "function": site.function,
         "source": site.source,
         "count": report.count,
+        "invocations": report.invocations,
         "first_invocation": report.first_invocation,
         "message": report.line(),
     }
@@ -79,7 +112,8 @@ class SiteReport:
     """Out-of-bounds accesses through a data buffer (SPEC 11): the offset range, the buffer's size."""
 
     site: Site
-    count: int
+    count: int  # failed checks: one record each
+    invocations: int | None  # the distinct invocations among them; None when they are unknown
     first_invocation: int
     least_offset: int
     greatest_offset: int
@@ -91,7 +125,7 @@ class SiteReport:
         return (
             f"out-of-bounds {_access(site)} {direction} buffer {site.buffer} ({site.buffer_name}, "
             f"{self.buffer_bytes} bytes) at {_span('offset', self.least_offset, self.greatest_offset)} "
-            f"in {site.where()}: {_invocations(self.count, self.first_invocation)}"
+            f"in {site.where()}: {_invocations(self)}"
         )
 
     def document(self) -> dict[str, Any]:
@@ -112,7 +146,8 @@ class RangeReport:
     address and the nearest ranges below and above it."""
 
     site: Site
-    count: int
+    count: int  # failed checks: one record each
+    invocations: int | None  # the distinct invocations among them; None when they are unknown
     first_invocation: int
     address: int
     below: tuple[int, int]  # (id, end); id NO_RANGE when there is none
@@ -122,7 +157,7 @@ class RangeReport:
     def line(self) -> str:
         return (
             f"{_access(self.site)} {self._where()} in {self.site.where()}: "
-            f"{_invocations(self.count, self.first_invocation)} ({self._neighbours()})"
+            f"{_invocations(self)} ({self._neighbours()})"
         )
 
     def _where(self) -> str:
@@ -166,7 +201,8 @@ class InitReport:
     """Reads of bytes of one data buffer that no invocation wrote and no file gave (SPEC 13)."""
 
     site: Site
-    count: int
+    count: int  # failed checks: one record each
+    invocations: int | None  # the distinct invocations among them; None when they are unknown
     first_invocation: int
     buffer: int
     least_offset: int
@@ -179,7 +215,7 @@ class InitReport:
         return (
             f"{_access(site)} {direction} {range_name(self.buffer, self.buffer_names)} reads bytes never "
             f"written, the first at {_span('offset', self.least_offset, self.greatest_offset)} in "
-            f"{site.where()}: {_invocations(self.count, self.first_invocation)}"
+            f"{site.where()}: {_invocations(self)}"
         )
 
     def document(self) -> dict[str, Any]:
@@ -196,7 +232,8 @@ class UbReport:
     """Undefined behaviour one instruction would have had (SPEC 13): what, how often, which operands."""
 
     site: Site
-    count: int
+    count: int  # failed checks: one record each
+    invocations: int | None  # the distinct invocations among them; None when they are unknown
     first_invocation: int
     problem: str
     values: tuple[float | int, float | int] | None = None  # the least and greatest operand
@@ -205,14 +242,9 @@ class UbReport:
     def line(self) -> str:
         site = self.site
         if site.kind == UNREACHABLE:
-            return (
-                f"`unreachable` reached in {site.where()}: {_invocations(self.count, self.first_invocation)}"
-            )
+            return f"`unreachable` reached in {site.where()}: {_invocations(self)}"
         what = f"{site.kind} {site.value_type}" if site.value_type else site.kind
-        return (
-            f"{self.problem} ({what}){self._operands()} in {site.where()}: "
-            f"{_invocations(self.count, self.first_invocation)}"
-        )
+        return f"{self.problem} ({what}){self._operands()} in {site.where()}: {_invocations(self)}"
 
     def _operands(self) -> str:
         """The operands that went wrong: shift amounts' range, the values converted."""
@@ -258,6 +290,7 @@ def reports_of(site: Site, columns: Sequence[np.ndarray], buffer_names: Sequence
             SiteReport(
                 site,
                 len(invocations),
+                distinct_invocations(invocations),
                 int(invocations.min()),
                 int(offsets.min()),
                 int(offsets.max()),
@@ -271,6 +304,7 @@ def reports_of(site: Site, columns: Sequence[np.ndarray], buffer_names: Sequence
             RangeReport(
                 site,
                 len(invocations),
+                distinct_invocations(invocations),
                 int(invocations[first]),
                 address,
                 (below, below_end),
@@ -294,6 +328,7 @@ def _init_reports(
             InitReport(
                 site,
                 int(mine.sum()),
+                distinct_invocations(invocations[mine]),
                 int(invocations[mine].min()),
                 int(buffer),
                 int(offsets[mine].min()),
@@ -307,7 +342,15 @@ def _init_reports(
 def _ub_reports(site: Site, invocations: np.ndarray, columns: Sequence[np.ndarray]) -> list[CheckReport]:
     kind = site.kind
     if len(columns) == 1:
-        return [UbReport(site, len(invocations), int(invocations.min()), "unreachable reached")]
+        return [
+            UbReport(
+                site,
+                len(invocations),
+                distinct_invocations(invocations),
+                int(invocations.min()),
+                "unreachable reached",
+            )
+        ]
     raw = np.asarray(columns[1])
     values = raw if raw.dtype.kind == "f" else raw.astype(np.uint64)
     if kind in _SIGNED and values.dtype.kind == "u":
@@ -328,7 +371,17 @@ def _ub_reports(site: Site, invocations: np.ndarray, columns: Sequence[np.ndarra
         first = int(who.argmin())
         finite = chosen[~np.isnan(chosen)] if chosen.dtype.kind == "f" else chosen
         span = (finite.min().item(), finite.max().item()) if len(finite) else (float("nan"), float("nan"))
-        reports.append(UbReport(site, len(who), int(who[first]), problem, span, chosen[first].item()))
+        reports.append(
+            UbReport(
+                site,
+                len(who),
+                distinct_invocations(who),
+                int(who[first]),
+                problem,
+                span,
+                chosen[first].item(),
+            )
+        )
     return reports
 
 
