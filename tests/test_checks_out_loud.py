@@ -1,15 +1,21 @@
 """Issue 33: every access `--validate` and `--races` look at is checked and recorded at its true size,
 and what they still cannot look at is said out loud. Each case failed before its fix: sub-byte vectors
-sized a byte an element (item 4)."""
+sized a byte an element (item 4), a loop's failures counted as invocations (item 7), a
+`dereferenceable(N)` claim taken on trust (item 9)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from dprintf_cli import dprintf
 from run_parts import races_found, table_of, validation_reports
 
+from lowering.devices.device import DeviceError
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
+from metadata.validation.table import ValidationTable
 
 
 def entry(body: str, buffers: str = "%a", head: str = "") -> str:
@@ -105,3 +111,32 @@ def test_a_loop_failing_five_times_in_one_invocation_is_five_failures_in_one_inv
     )
     (report,) = validation_reports(run(once, [8], validate=True))
     assert report.line().endswith(": 2 invocations, first 2") and report.invocations == 2
+
+
+def test_a_dereferenceable_claim_larger_than_the_buffer_given_is_an_error_before_the_run(
+    tmp_path: Path,
+) -> None:
+    """`dereferenceable(64)` removes the check of the store at offset 60; a run that gives the buffer 32
+    bytes stored past its end and passed `--validate`. Now the run compares the claim with the buffer it
+    allocates: an error, before anything runs; 64 bytes run as before, and the claim of an entry the
+    run does not launch does not matter."""
+    body = "  %at = getelementptr i8, ptr addrspace(7) %a, i64 60\n  store i32 %id, ptr addrspace(7) %at\n"
+    text = entry(body).replace("ptr addrspace(7) %a", "ptr addrspace(7) dereferenceable(64) %a", 1)
+    other = text.replace("@main", "@other")
+    table = table_of(lower_sources([Source("test.ll", text)], validate=True), "validation")
+    assert (table.removed, table.sites) == (1, ())
+    assert [(claim.function, claim.buffer, claim.bytes, claim.removed) for claim in table.claims] == [
+        ("main", 0, 64, 1)
+    ]
+    assert ValidationTable.from_document(table.to_document()) == table
+    with pytest.raises(DeviceError, match=r"dereferenceable\(64\), but the run gives it 32 bytes"):
+        run(text, [32], validate=True)
+    assert bytes(run(text, [64], validate=True).data_buffers[0])[60] == 3
+    assert validation_reports(run(other + entry("", "%a"), [32], validate=True)) == ()
+    source = tmp_path / "claim.ll"
+    source.write_text(text)
+    done = dprintf("run", str(source), "--validate", "--buffer", "32")
+    assert done.returncode == 1 and done.stderr.startswith("error: @main's data buffer 0 (%a) is ")
+    assert done.stderr.count("\n") == 1
+    plain = dprintf("run", str(source), "--buffer", "32")  # without --validate nothing is taken on trust
+    assert plain.returncode == 0

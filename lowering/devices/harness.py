@@ -314,6 +314,7 @@ def _plan(module: llvm.ModuleRef, lowered: LoweredModule, run: RunOptions, buffe
             RuntimeGlobal(ABORT_BUFFER_GLOBAL, image=slots.number(ABORT), ir_type=buffer_type),
             RuntimeGlobal(DATA_SIZES_GLOBAL, value=sizes, ir_type=f"[{len(run.data_buffers)} x i64]"),
         ],
+        entry=run.entry,
     )
     for feature, part in _enabled_parts(lowered):
         feature.plan_run(part, plan)

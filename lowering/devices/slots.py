@@ -67,7 +67,7 @@ class LaunchPlan:
     """What the harness and the features prepare for one launch: the slots, the runtime globals, the
     images a device may keep in its own memory, the table of live ranges it fills in, whether the code
     may trap, and what the run was given (the data buffers' sizes, the bytes of each a file gave, the
-    invocations), and what the features note of it."""
+    invocations, the entry), and what the features note of it."""
 
     module: llvm.ModuleRef
     buffer_type: str  # the target's type of a buffer pointer, as runtime globals hold one
@@ -80,6 +80,7 @@ class LaunchPlan:
     live_ranges: LiveRangeImages | None = None
     traps: bool = False
     notes: list[str] = field(default_factory=list)  # what a feature says of the launch, as warnings
+    entry: str = "main"  # the entry function the launch runs
 
     def has_global(self, name: str) -> bool:
         """Whether the lowered module has the global `name` (defined or declared)."""

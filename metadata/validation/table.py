@@ -193,6 +193,50 @@ class Unchecked:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A data buffer's `dereferenceable(N)` in an entry, which removed the checks of `removed` accesses
+    at constant offsets inside its N bytes: a run must give the buffer at least N bytes."""
+
+    function: str
+    buffer: int
+    buffer_name: str
+    bytes: int
+    removed: int
+
+    def to_map(self) -> dict[str, Any]:
+        return {
+            ".function": self.function,
+            ".buffer": [self.buffer, self.buffer_name],
+            ".bytes": self.bytes,
+            ".removed": self.removed,
+        }
+
+    @classmethod
+    def from_map(cls, found: Any) -> Claim:
+        """The row of `.dereferenceable`; RowError saying which key is wrong."""
+        if not isinstance(found, dict):
+            raise RowError(f"it is {shown(found)}, not a map")
+        buffer, name = row_field(found, ".buffer", _is_buffer, "[position, IR name]")
+        return cls(
+            row_field(found, ".function", is_text, "a string"),
+            buffer,
+            name,
+            row_field(found, ".bytes", _U64, "a size in bytes"),
+            row_field(found, ".removed", _U64, "a count"),
+        )
+
+    def message(self, given: int) -> str:
+        """Why a run that gives the buffer `given` bytes, fewer than claimed, cannot be checked."""
+        accesses = "1 access" if self.removed == 1 else f"{self.removed} accesses"
+        return (
+            f"@{self.function}'s data buffer {self.buffer} ({self.buffer_name}) is dereferenceable("
+            f"{self.bytes}), but the run gives it {given} bytes: --validate took the claim on trust and "
+            f"left {accesses} inside its {self.bytes} bytes unchecked (and LLVM may load from them "
+            f"early); give it at least {self.bytes} bytes, or drop the attribute"
+        )
+
+
 @dataclass(frozen=True)
 class ValidationTable:
     """The `amdpal.validation` document: the classes of checks, the data buffers' IR names, the check
@@ -204,6 +248,7 @@ class ValidationTable:
     checks: tuple[str, ...] = (BOUNDS,)
     buffer_names: tuple[str, ...] = ()  # the entry's data buffers, as reports name them
     warnings: tuple[str, ...] = field(default=(), compare=False)  # read from a document: rows not used
+    claims: tuple[Claim, ...] = ()  # the `dereferenceable(N)` that removed checks (`.dereferenceable`)
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -214,6 +259,7 @@ class ValidationTable:
                 ".sites": [site.to_map() for site in self.sites],
                 ".unchecked": [unchecked.to_map() for unchecked in self.unchecked],
                 ".removed": self.removed,
+                **({".dereferenceable": [claim.to_map() for claim in self.claims]} if self.claims else {}),
             }
         }
 
@@ -229,6 +275,7 @@ class ValidationTable:
             raise ValidationTableError(f"{VALIDATION_KEY} is not a map of .version {VERSION}")
         try:
             site_rows, unchecked_rows = rows(found, ".sites"), rows(found, ".unchecked")
+            claim_rows = rows(found, ".dereferenceable")
             removed = row_field(found, ".removed", _U64, "a count", 0)
             checks = row_field(found, ".checks", list_of(is_text), "a list of strings", [BOUNDS])
             names = row_field(found, ".buffers", list_of(is_text), "a list of strings", [])
@@ -254,8 +301,20 @@ class ValidationTable:
                 unchecked.append(Unchecked.from_map(row))
             except RowError as failure:
                 warnings.append(f"{VALIDATION_KEY} .unchecked[{number}] is not used: {failure}")
+        claims = []
+        for number, row in enumerate(claim_rows):
+            try:
+                claims.append(Claim.from_map(row))
+            except RowError as failure:
+                warnings.append(f"{VALIDATION_KEY} .dereferenceable[{number}] is not used: {failure}")
         return cls(
-            tuple(sites.values()), tuple(unchecked), removed, tuple(checks), tuple(names), tuple(warnings)
+            tuple(sites.values()),
+            tuple(unchecked),
+            removed,
+            tuple(checks),
+            tuple(names),
+            tuple(warnings),
+            tuple(claims),
         )
 
     def merged(self, other: ValidationTable) -> ValidationTable:
@@ -268,7 +327,12 @@ class ValidationTable:
         checks = tuple(dict.fromkeys((*self.checks, *other.checks)))
         unchecked = self.unchecked + other.unchecked
         return ValidationTable(
-            sites, unchecked, self.removed + other.removed, checks, self.common_names(other)
+            sites,
+            unchecked,
+            self.removed + other.removed,
+            checks,
+            self.common_names(other),
+            claims=self.claims + other.claims,
         )
 
     def collisions(self, other: ValidationTable) -> list[tuple[Site, Site]]:

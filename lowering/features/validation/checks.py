@@ -36,7 +36,17 @@ from collections.abc import Iterable
 import llvmlite.ir as ir
 
 from metadata.validation.live_ranges import VALIDATION_RANGES_GLOBAL
-from metadata.validation.table import BOUNDS, INIT, RANGE, UB, UNREACHABLE, Site, Unchecked, ValidationTable
+from metadata.validation.table import (
+    BOUNDS,
+    INIT,
+    RANGE,
+    UB,
+    UNREACHABLE,
+    Claim,
+    Site,
+    Unchecked,
+    ValidationTable,
+)
 from metadata.wire import entry_header
 
 from ...ir.functions import Function
@@ -133,6 +143,7 @@ class _Sites:
         self.sites: list[Site] = []
         self.unchecked: Counter[tuple[str, str | None, str]] = Counter()
         self.removed = 0
+        self.claimed: Counter[tuple[str, int]] = Counter()  # (entry, buffer): accesses a claim spared
         self.checks_made = 0
         self.ranges_used = False
         self.declarations: set[str] = set()
@@ -175,7 +186,13 @@ class _Sites:
         )
         names = max((entry.data_buffers for entry in self.entries.values()), key=len, default=())
         checks = tuple(check for check in (BOUNDS, UB, INIT) if check in self.checks)
-        return ValidationTable(tuple(self.sites), tuple(unchecked), self.removed, checks, names)
+        claims = tuple(
+            Claim(name, k, self.entries[name].data_buffers[k], self.entries[name].minimum_bytes[k], count)
+            for (name, k), count in self.claimed.items()
+        )
+        return ValidationTable(
+            tuple(self.sites), tuple(unchecked), self.removed, checks, names, claims=claims
+        )
 
 
 class _AccessChecks(_Sites):
@@ -193,6 +210,7 @@ class _AccessChecks(_Sites):
         if entry is not None and root is not None:
             if in_bounds(offsets.get(access.pointer), size, entry.minimum_bytes[root]):
                 self.removed += 1
+                self.claimed[function.name, root] += 1
                 offset = f"{offsets[access.pointer]}"
             else:
                 site = self._site(access.kind, size, root, entry.data_buffers[root], function, source, BOUNDS)

@@ -17,7 +17,7 @@ from metadata.validation.live_ranges import (
 )
 from metadata.validation.table import ValidationTable
 
-from ...devices.device import LiveRangeImages, RuntimeGlobal
+from ...devices.device import DeviceError, LiveRangeImages, RuntimeGlobal
 from ...devices.images import GUARD_BYTES, data_image
 from ...devices.slots import LaunchPlan, data_slot
 
@@ -25,8 +25,22 @@ TABLE_SLOT = "live ranges"
 
 
 def plan_traps(table: ValidationTable, plan: LaunchPlan) -> None:
-    """Whether the code may end an invocation with a trap other than an abort's (`unreachable`)."""
+    """Whether the code may end an invocation with a trap other than an abort's (`unreachable`);
+    DeviceError when the run gives a data buffer fewer bytes than the entry's `dereferenceable(N)`
+    claimed where the claim removed checks (`check_claims`)."""
+    check_claims(table, plan)
     plan.traps = plan.traps or table.has_kind(UNREACHABLE)
+
+
+def check_claims(table: ValidationTable, plan: LaunchPlan) -> None:
+    """DeviceError when a data buffer of the entry the run launches is smaller than its
+    `dereferenceable(N)` where the claim removed checks: an access the claim let go unchecked may then
+    be out of bounds, and LLVM itself takes the claim as a licence to load early."""
+    for claim in table.claims:
+        if claim.function != plan.entry or claim.buffer >= len(plan.data_sizes):
+            continue
+        if plan.data_sizes[claim.buffer] < claim.bytes:
+            raise DeviceError(claim.message(plan.data_sizes[claim.buffer]))
 
 
 def plan_live_ranges(table: ValidationTable, plan: LaunchPlan) -> None:
