@@ -5,6 +5,7 @@ sized a byte an element (item 4), a loop's failures counted as invocations (item
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,203 @@ def test_a_dereferenceable_claim_larger_than_the_buffer_given_is_an_error_before
     assert done.stderr.count("\n") == 1
     plain = dprintf("run", str(source), "--buffer", "32")  # without --validate nothing is taken on trust
     assert plain.returncode == 0
+
+
+NAMED = "%pair = type { i32, i32 }\n"  # a named structure: no size the pass can know
+
+
+def test_what_is_left_unchecked_or_unrecorded_is_a_warning_in_text_and_json(tmp_path: Path) -> None:
+    """A store of a named structure type (whose size the pass does not know) is left unchecked and
+    unrecorded: `run` said nothing, exited 0, and its JSON had `"warnings": []`. Now one warning each,
+    naming the function, the source line and the count, with the reason."""
+    source = tmp_path / "named.ll"
+    source.write_text(
+        entry(
+            "  %at = getelementptr i8, ptr addrspace(7) %a, i64 60\n"
+            "  store %pair { i32 1, i32 2 }, ptr addrspace(7) %at, !dbg !5\n"
+            "  store %pair { i32 3, i32 4 }, ptr addrspace(7) %at, !dbg !5\n",
+            head=NAMED,
+        ).replace("{\nentry:", "!dbg !4 {\nentry:")
+        + DEBUG
+    )
+    where = "2 in @main at s.c:7:3 (an access of a type whose size is not known)"
+    expected = {
+        "--validate": f"--validate left 2 accesses unchecked: {where}",
+        "--races": f"--races left 2 accesses unrecorded, so no race through them is reported: {where}",
+    }
+    for option, warning in expected.items():
+        done = dprintf("run", str(source), option, "--buffer", "64", "--invocations", "2")
+        assert done.stderr.splitlines()[0] == f"warning: {warning}", done.stderr
+        document = json.loads(dprintf("run", str(source), option, "--buffer", "64", "--json").stdout)
+        assert document["warnings"][0] == warning
+
+
+DEBUG = """!llvm.module.flags = !{!0}
+!llvm.dbg.cu = !{!1}
+!0 = !{i32 2, !"Debug Info Version", i32 3}
+!1 = distinct !DICompileUnit(language: DW_LANG_C99, file: !2, emissionKind: FullDebug)
+!2 = !DIFile(filename: "s.c", directory: "/tmp")
+!3 = !DISubroutineType(types: !{})
+!4 = distinct !DISubprogram(name: "main", scope: !2, file: !2, line: 1, type: !3, unit: !1)
+!5 = !DILocation(line: 7, column: 3, scope: !4)
+"""
+
+
+@pytest.mark.parametrize("validate", ["init", "bounds"])
+def test_validations_own_reads_of_its_table_are_not_counted_as_the_shaders_unrecorded_accesses(
+    validate: str,
+) -> None:
+    """`--races --validate=init` counted validation's loads of its table of live ranges (and of the
+    shadows' addresses in it) as the shader's `.unrecorded` accesses: 2 in @main, where `--races`
+    alone counted none."""
+    text = entry(
+        "  %at = getelementptr i32, ptr addrspace(7) %a, i64 %wide\n"
+        "  store i32 %id, ptr addrspace(7) %at, align 4\n"
+        "  %slot = getelementptr i8, ptr addrspace(7) %b, i64 0\n"
+        "  %loaded = load ptr addrspace(7), ptr addrspace(7) %slot, align 8\n"
+        "  store i32 %id, ptr addrspace(7) %loaded, align 4\n",  # checked against the live ranges
+        "%a %b",
+    )
+    alone = table_of(lower_sources([Source("test.ll", text)], races=True), "races")
+    both = table_of(lower_sources([Source("test.ll", text)], races=True, validate=validate), "races")
+    assert both.unrecorded == alone.unrecorded
+    assert sum(row.count for row in alone.unrecorded) <= 1
+
+
+def test_a_store_of_a_literal_structure_or_an_array_is_checked_and_recorded_at_its_size() -> None:
+    """A store of `{ i32, i8 }` (8 bytes with its padding) or `[5 x i16]` (10) was left unchecked and
+    unrecorded: the first stored past the end of its buffer without a word, the second overlapped the
+    next invocation's first word without a race reported."""
+    text = entry(
+        "  %at = getelementptr [8 x i8], ptr addrspace(7) %a, i64 %wide\n"
+        "  store { i32, i8 } { i32 1, i8 2 }, ptr addrspace(7) %at, align 4\n"
+        "  %row = getelementptr [2 x i32], ptr addrspace(7) %b, i64 %wide\n"
+        "  store [5 x i16] [i16 1, i16 2, i16 3, i16 4, i16 5], ptr addrspace(7) %row, align 2\n",
+        "%a %b",
+    )
+    table = table_of(lower_sources([Source("test.ll", text)], validate=True), "validation")
+    assert ([site.bytes for site in table.sites], table.unchecked) == ([8, 10], ())
+    result = run(text, [28, 64], validate=True)  # invocation 3's struct at 24..31 of 28
+    assert [
+        (report.site.bytes, report.count, report.least_offset) for report in validation_reports(result)
+    ] == [(8, 1, 24)]
+    raced = run(text, [64, 64], races=True)  # invocation k's array ends in k + 1's first word
+    assert [
+        (race.buffer, race.least_offset, race.greatest_offset, race.words) for race in races_found(raced)
+    ] == [(1, 8, 24, 3)]
+
+
+# A pointer to word `%w` of a data buffer that no one buffer explains, made each way the races pass
+# could not attribute: (the code making `%p`, functions before the entry).
+UNATTRIBUTED = {
+    "noinline": (
+        "  call void @put(ptr addrspace(7) %b, i64 %w, i32 %id)\n",
+        "define void @put(ptr addrspace(7) %to, i64 %w, i32 %v) noinline {\n"
+        "  %p = getelementptr i32, ptr addrspace(7) %to, i64 %w\n"
+        "  store i32 %v, ptr addrspace(7) %p, align 4\n  ret void\n}\n",
+    ),
+    "through an alloca": (
+        "  %slot = alloca ptr addrspace(7)\n"
+        "  %at = getelementptr i32, ptr addrspace(7) %b, i64 %w\n"
+        "  store ptr addrspace(7) %at, ptr %slot\n"
+        "  %p = load ptr addrspace(7), ptr %slot\n"
+        "  store i32 %id, ptr addrspace(7) %p, align 4\n",
+        "",
+    ),
+    "through a buffer": (
+        "  %at = getelementptr i32, ptr addrspace(7) %b, i64 %w\n"
+        "  %cell = getelementptr [2 x i64], ptr addrspace(7) %a, i64 %wide\n"
+        "  store ptr addrspace(7) %at, ptr addrspace(7) %cell\n"
+        "  %p = load ptr addrspace(7), ptr addrspace(7) %cell\n"
+        "  store i32 %id, ptr addrspace(7) %p, align 4\n",
+        "",
+    ),
+    "a select of two buffers": (
+        "  %never = icmp eq i32 %id, -1\n"
+        "  %which = select i1 %never, ptr addrspace(7) %a, ptr addrspace(7) %b\n"
+        "  %p = getelementptr i32, ptr addrspace(7) %which, i64 %w\n"
+        "  atomicrmw add ptr addrspace(7) %p, i32 1 monotonic, align 4\n"
+        "  %x = load i32, ptr addrspace(7) %p, align 4\n",
+        "",
+    ),
+    "inttoptr": (
+        "  %base = ptrtoint ptr addrspace(7) %b to i64\n"
+        "  %offset = mul i64 %w, 4\n"
+        "  %address = add i64 %base, %offset\n"
+        "  %p = inttoptr i64 %address to ptr addrspace(7)\n"
+        "  store i32 %id, ptr addrspace(7) %p, align 4\n",
+        "",
+    ),
+}
+RACE_KINDS = {"a select of two buffers": "atomic-racing-plain"}  # else write-racing-write
+
+
+@pytest.mark.parametrize("case", UNATTRIBUTED)
+@pytest.mark.parametrize("validate", [False, True])
+def test_an_access_no_one_buffer_explains_is_recorded_against_the_buffer_it_lands_in(
+    case: str, validate: bool
+) -> None:
+    """Invocations 0 and 2 (1 and 3) write word 0 (1) of buffer 1 through such a pointer: a race that
+    `run --races` did not report (exit 0, nothing said). Now recorded in the buffer it lands in, with
+    nothing left unrecorded; the twin where each invocation has its own word reports none."""
+    code, head = UNATTRIBUTED[case]
+    for twin in (False, True):
+        word = "  %w = and i64 %wide, 1\n" if not twin else "  %w = add i64 %wide, 0\n"
+        text = entry(word + code, "%a %b", head=head)
+        lowered = lower_sources([Source("test.ll", text)], races=True, validate=validate)
+        table = table_of(lowered, "races")
+        assert table.unrecorded == ()
+        result = run(text, [64, 64], races=True, validate=validate, threads=2)
+        assert not validation_reports(result)
+        races = [
+            (race.kind, race.buffer, race.least_offset, race.greatest_offset) for race in races_found(result)
+        ]
+        kind = RACE_KINDS.get(case, "write-racing-write")
+        assert races == ([] if twin else [(kind, 1, 0, 4)])
+
+
+CHAIN = """@fmt = private unnamed_addr addrspace(4) constant [6 x i8] c"v %d\\0A\\00"
+declare void @lgc.debug.printf(ptr addrspace(7), ptr addrspace(4), ...)
+define void @put(ptr addrspace(7) %buf, ptr addrspace(7) %to, i64 %w, i32 %v) noinline {
+  %p = getelementptr i32, ptr addrspace(7) %to, i64 %w
+  store i32 %v, ptr addrspace(7) %p, align 4
+  call void (ptr addrspace(7), ptr addrspace(4), ...) @lgc.debug.printf(ptr addrspace(7) %buf, \
+ptr addrspace(4) @fmt, i32 %v)
+  ret void
+}
+define void @mid(ptr addrspace(7) %buf, ptr addrspace(7) %to, i64 %w, i32 %v) noinline {
+  call void @put(ptr addrspace(7) %buf, ptr addrspace(7) %to, i64 %w, i32 %v)
+  %q = getelementptr i32, ptr addrspace(7) %to, i64 8
+  %x = load i32, ptr addrspace(7) %q
+  ret void
+}
+"""
+
+
+@pytest.mark.parametrize("options", [{}, {"verbose": True}, {"validate": True, "verbose": True}])
+def test_noinline_functions_called_in_a_chain_get_the_invocation_and_the_buffers_once(options) -> None:
+    """`@main` calls `@mid`, which reads word 8 of buffer 1 and calls `@put`, which stores word
+    `id & 1` and prints: both are given the invocation (shared with printf's `--verbose` and with
+    validation's, one parameter) and the data buffers; the races through them are reported, the word 8
+    read in `@mid` racing the entry's store."""
+    text = entry(
+        "  %w = and i64 %wide, 1\n"
+        "  call void @mid(ptr addrspace(7) %printf, ptr addrspace(7) %b, i64 %w, i32 %id)\n"
+        "  %q = getelementptr i32, ptr addrspace(7) %b, i64 8\n"
+        "  store i32 1, ptr addrspace(7) %q\n",
+        "%a %b",
+        head=CHAIN,
+    )
+    lowered = lower_sources([Source("test.ll", text)], races=True, **options)
+    for name in ("put", "mid"):
+        (header,) = [line for line in lowered.ir.splitlines() if line.startswith(f"define void @{name}(")]
+        assert header.count("%dprintf.invocation") == 1 and "%dprintf.races.base1" in header
+    result = run(text, [64, 64], races=True, threads=2, **options)
+    assert sorted(result.text().splitlines())[-1].endswith("v 3")
+    assert [
+        (race.kind, race.first.site.site.function, race.least_offset) for race in races_found(result)
+    ] == [
+        ("write-racing-write", "put", 0),
+        ("write-racing-write", "main", 32),
+        ("read-racing-write", "mid", 32),
+    ]

@@ -231,20 +231,23 @@ def test_accesses_of_functions_inlined_into_the_entry_are_checked_there():
 
 def test_accesses_no_data_buffer_explains_are_checked_against_the_live_ranges():
     text = (
+        "%named = type { i32, i32 }\n"
         "define void @fill(ptr addrspace(7) %p) noinline {\n"
         "  store i32 1, ptr addrspace(7) %p\n  ret void\n}\n"
         + entry(
             "  call void @fill(ptr addrspace(7) %a)\n"
             "  %inner = load ptr addrspace(7), ptr addrspace(7) %a\n"
             "  store i32 2, ptr addrspace(7) %inner\n"
-            "  %pair = load { i32, i32 }, ptr addrspace(7) %a\n"
+            "  %pair = load { i32, i32 }, ptr addrspace(7) %a\n"  # a literal structure: 8 bytes
+            "  %named.pair = load %named, ptr addrspace(7) %a\n"  # a named one: not sized
         )
     )
     table = table_of(lower_sources([Source("test.ll", text)], validate=True), "validation")
-    assert [(site.check, site.kind, site.function) for site in table.sites] == [
-        ("range", "store", "fill"),
-        ("bounds", "load", "main"),
-        ("range", "store", "main"),
+    assert [(site.check, site.kind, site.function, site.bytes) for site in table.sites] == [
+        ("range", "store", "fill", 4),
+        ("bounds", "load", "main", 8),
+        ("range", "store", "main", 4),
+        ("bounds", "load", "main", 8),
     ]
     assert [(item.function, item.count, item.reason) for item in table.unchecked] == [
         ("main", 1, "an access of a type whose size is not known")

@@ -106,6 +106,18 @@ class TypeSizes:
             return None
         return parsed.get_abi_size(self.target_data)
 
+    def stored(self, type_text: str) -> int | None:
+        """The bytes a load or store of a value of this type accesses: `store_bytes` for a scalar or a
+        vector; for a literal structure or an array its size in this layout, padding included (LLVM's
+        store writes the padding too); None for what cannot be sized here (a named structure)."""
+        size = store_bytes(type_text)
+        if size is not None:
+            return size
+        parsed = parse_type(type_text)
+        if not isinstance(parsed, ir.LiteralStructType | ir.ArrayType):
+            return None
+        return parsed.get_abi_size(self.target_data)
+
 
 def constant_offsets(function: Function, entry: Entry, sizes: TypeSizes) -> dict[str, int]:
     """value -> its constant byte offset from its data buffer, through GEPs with constant indices into
@@ -215,8 +227,9 @@ def _pointer_sources(instruction: Instruction) -> list[str]:
     return [operands[0].value.partition(" to ")[0]] if operands else []
 
 
-def accesses(instruction: Instruction) -> list[Access]:
-    """The memory accesses an instruction makes: pointer, kind and bytes."""
+def accesses(instruction: Instruction, sizes: TypeSizes | None = None) -> list[Access]:
+    """The memory accesses an instruction makes: pointer, kind and bytes (of an aggregate, with `sizes`
+    only; None without)."""
     opcode = instruction.opcode
     if opcode in ("load", "store"):
         value, pointer = instruction.operands[:2]
@@ -224,7 +237,8 @@ def accesses(instruction: Instruction) -> list[Access]:
         what = f"atomic {opcode}" if atomic else opcode
         # An atomic's ordering stays in its pointer operand's text: `%p monotonic`.
         address = tokenize(pointer.value)[0][1] if atomic else pointer.value
-        return [Access(what, address, pointer.type, store_bytes(value.type), atomic, opcode == "store")]
+        stored = sizes.stored(value.type) if sizes is not None else store_bytes(value.type)
+        return [Access(what, address, pointer.type, stored, atomic, opcode == "store")]
     if opcode in ("atomicrmw", "cmpxchg"):
         pointer, value = instruction.operands[:2]
         return [Access("atomic", pointer.value, pointer.type, store_bytes(value.type), True, True)]

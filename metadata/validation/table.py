@@ -12,7 +12,7 @@ and reports each site once (`validation_reports`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
@@ -191,6 +191,24 @@ class Unchecked:
             row_field(found, ".count", _U64, "a count"),
             row_field(found, ".reason", optional(is_text), "a string", None),
         )
+
+
+def left_out(rows: Sequence[Unchecked], what: str) -> str | None:
+    """One warning for the accesses of `rows` (a table's `.unchecked` or `.unrecorded`), None when
+    there are none: how many, then per reason each function and source line with its count, e.g.
+    `--validate left 3 accesses unchecked: 2 in @main at s.c:4:3, 1 in @put (an access of a type whose
+    size is not known)`; `what` says what was left (`--validate left N accesses unchecked`, with `{}`
+    where N goes)."""
+    total = sum(row.count for row in rows)
+    if not total:
+        return None
+    by_reason: dict[str | None, list[str]] = {}
+    for row in rows:
+        where = f"@{row.function}" + (f" at {row.source}" if row.source else "")
+        by_reason.setdefault(row.reason, []).append(f"{row.count} in {where}")
+    parts = [", ".join(places) + (f" ({reason})" if reason else "") for reason, places in by_reason.items()]
+    accesses = "1 access" if total == 1 else f"{total} accesses"
+    return f"{what.format(accesses)}: {'; '.join(parts)}"
 
 
 @dataclass(frozen=True, slots=True)

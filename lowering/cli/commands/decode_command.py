@@ -103,13 +103,16 @@ def _decode(
         runs.append((feature, run_part))
     reports = [feature.run_report(part, printf) for feature, part in [*runs, *dumps]]
     warnings += [note for report in reports for note in report.notes]
+    findings = [message for report in reports for message in report.warnings]  # said after the output
     aborts = decode_abort_buffer(read_bytes(args.abort_buffer), registry) if args.abort_buffer else None
     status = EXIT_DEVICE_LOST if aborts is not None and aborts.device_lost else EXIT_OK
     if any(report.found_errors for report in reports) and status == EXIT_OK:
         status = EXIT_FOUND_ERRORS
     if args.json or args.json_lines:
         report_dropped(printf, aborts)
-        write_json(summary(printf, aborts, warnings, status, reports), printf, lines=args.json_lines)
+        write_json(
+            summary(printf, aborts, warnings + findings, status, reports), printf, lines=args.json_lines
+        )
         return status
     for message in warnings:
         warn(message)

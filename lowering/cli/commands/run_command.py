@@ -174,10 +174,12 @@ def report_device(result: RunResult) -> None:
 
 
 def run_summary(result: RunResult, status: int, reports: Sequence[RunReport]) -> dict[str, Any]:
-    """`dprintf decode`'s summary, with `warnings` a second run of `--buffer-size auto`, the stores past a
-    capacity and what the features noted, the features' keys, and how the device ended."""
-    warnings = [*refit_warnings(result), *result.guard_issues, *result.notes]
-    report = summary(result.printf, result.abort, warnings, status, reports)
+    """`dprintf decode`'s summary, with `warnings` every warning the text says (a second run of
+    `--buffer-size auto`, the lowering's, the launch's, the features' notes and warnings, the stores
+    past a capacity), the features' keys, and how the device ended."""
+    warnings = [*refit_warnings(result), *result.lowering_warnings, *result.notes]
+    warnings += [message for report in reports for message in (*report.notes, *report.warnings)]
+    report = summary(result.printf, result.abort, [*warnings, *result.guard_issues], status, reports)
     report["device"] = {
         "name": result.device,
         "outcome": result.ending.value,

@@ -20,6 +20,13 @@ all of them; anywhere else each lane records its word as `@races.word` does. Eac
 shadows' addresses from `@lgc.races.shadow` (`[K x ptr]`, which the runtime sets) and each buffer's
 size from its shadow's header once, at its start.
 
+An access through a pointer that no one data buffer explains (loaded from memory, made by `inttoptr`,
+a select of two buffers, in a function still called) is recorded with `@races.range` against every
+shadowed buffer, whose body leaves out the words outside each: it lands in the one it falls in. A
+function still called is given the invocation ID and the entry's data buffers as more parameters
+(`direct_calls`), when all its callers, up to the entries, can pass them; the accesses of one that
+cannot (its address is taken), and those of a size not known, are counted in `.unrecorded` with why.
+
 The pass runs after validation's, so that a checked access's record is inside the block that runs only
 when the check passes: an access out of bounds is skipped and not recorded.
 """
@@ -27,6 +34,7 @@ when the check passes: an access out of bounds is skipped and not recorded.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from metadata.races.table import (
@@ -48,9 +56,12 @@ from ...ir.functions import Block, Function
 from ...ir.instructions import Instruction
 from ...ir.lexer import global_name
 from ...ir.module import Module
-from ...services.buffer_accesses import Access, Entry, accesses, derivations, entries, source_of
+from ...services.buffer_accesses import Access, TypeSizes, accesses, derivations, entries, source_of
 from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
+from ...services.direct_calls import DirectCalls
+from ...services.printf_sites import ID_PARAMETER
 from ...services.warp_aggregation import SHUFFLE_WHOLE_WARP
+from ...targets.machines import module_layout
 from ...targets.target import Target
 from . import NAME
 
@@ -66,10 +77,11 @@ _WARP_INTRINSICS = [
     "i1 @llvm.nvvm.vote.all.sync(i32, i1)",
 ]
 _ONE_WORD_BYTES = frozenset({1, 2, 4})  # sizes that stay inside one word when aligned to themselves
-# Why an access is not recorded (the `.reason` of its `.unrecorded` row).
-_NOT_INLINED = "an access in a function still called, not inlined into its entry"
-_NOT_ONE_BUFFER = "an access through a pointer that no one data buffer of its entry explains"
-_SIZE_UNKNOWN = "an access of a type whose size is not known"
+# Why an access is not recorded (`.unrecorded`'s `.reason`).
+NOT_PASSED = (
+    "in a function not inlined that cannot be given the invocation (its address is taken, or a caller's)"
+)
+SIZE_UNKNOWN = "an access of a type whose size is not known"
 
 
 def run(context: PassContext) -> None:
@@ -79,24 +91,39 @@ def run(context: PassContext) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class _Frame:
+    """Where a function's records find the invocation ID and the data buffers (IR values, by position):
+    an entry's parameters, or those a function still called is given (`passed`: by `direct_calls`)."""
+
+    invocation: str
+    bases: tuple[str, ...]
+    passed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class _Found:
-    """An attributed access: its function, block and instruction, its entry, buffer and class."""
+    """An access to record: its function, block and instruction, its frame, its buffer (None: no one
+    data buffer explains its pointer, so it is recorded against each, inside its bounds) and class."""
 
     function: Function
     block: Block
     instruction: Instruction
-    entry: Entry
+    frame: _Frame
     access: Access
-    buffer: int
+    buffer: int | None
     access_class: str
+
+    def buffers(self) -> range | tuple[int]:
+        """The data buffers it may touch."""
+        return (self.buffer,) if self.buffer is not None else range(len(self.frame.bases))
 
 
 def record(module: Module, target: Target, prefix: str) -> RaceTable:
     """Record the accesses of `module`'s entries that can race (see the module docstring); the table.
     Names it adds start with `prefix`."""
-    found, unrecorded = _find(module, prefix)
-    buffers = _shadowed(found)
-    recorded = [item for item in found if item.buffer in buffers]
+    found, unrecorded = _Finder(module, prefix, TypeSizes(module_layout(target.name)[1])).find()
+    buffers = _shadowed(found, _buffer_names(module))
+    recorded = [item for item in found if any(k in buffers for k in item.buffers())]
     sites = tuple(_site(module, number, item) for number, item in enumerate(recorded))
     table = RaceTable(
         sites,
@@ -108,51 +135,97 @@ def record(module: Module, target: Target, prefix: str) -> RaceTable:
         ),
     )
     if recorded:
-        count = max(len(item.entry.data_buffers) for item in found)  # K of `[K x ptr]`
+        count = max(len(item.frame.bases) for item in found)  # K of `[K x ptr]`
         _Recording(module, target, prefix, table, count).add(recorded)
     return table
 
 
-def _find(module: Module, prefix: str) -> tuple[list[_Found], Counter[tuple[str, str | None, str]]]:
-    """Every data-buffer access of the entries, attributed; and the buffer-space accesses no data
-    buffer explains (in a function still called, through a pointer loaded from memory, mixing buffers,
-    of a size not known), by function, source and why. The accesses of the passes before (validation's
-    to its runtime tables, through pointers they name with `prefix`) are not the shader's."""
-    by_name = {entry.function.name: entry for entry in entries(module, RUNTIME_BUFFER_TYPE)}
-    references = module.reference_counts()
-    found: list[_Found] = []
-    unrecorded: Counter[tuple[str, str | None, str]] = Counter()
-    for function in module.definitions():
-        entry = by_name.get(function.name)
-        if entry is None and references[function.name] <= 1:
-            continue  # called from nowhere (inlined everywhere): its copies are recorded
-        roots = derivations(function, entry) if entry is not None else {}
-        for block, instruction in function.instructions():
-            for access in accesses(instruction):
-                if access.pointer_type != RUNTIME_BUFFER_TYPE or access.pointer.startswith(f"%{prefix}"):
-                    continue
-                root = roots.get(access.pointer)
-                if entry is None or root is None or access.bytes is None:
-                    reason = _NOT_ONE_BUFFER if root is None else _SIZE_UNKNOWN
-                    where = function.name, source_of(module, instruction)
-                    unrecorded[*where, _NOT_INLINED if entry is None else reason] += 1
-                    continue
-                access_class = ATOMIC if access.atomic else WRITE if access.writes else READ
-                found.append(_Found(function, block, instruction, entry, access, root, access_class))
-    return found, unrecorded
+class _Finder:
+    """The accesses of a module to record, and those it cannot (by function, source and why)."""
+
+    def __init__(self, module: Module, prefix: str, sizes: TypeSizes) -> None:
+        self.module, self.prefix, self.sizes = module, prefix, sizes
+        self.entries = {entry.function.name: entry for entry in entries(module, RUNTIME_BUFFER_TYPE)}
+        self.references = module.reference_counts()
+        self.unrecorded: Counter[tuple[str, str | None, str]] = Counter()
+
+    def find(self) -> tuple[list[_Found], Counter[tuple[str, str | None, str]]]:
+        """Every buffer-space access of the entries and of the functions they still call, with the data
+        buffer it derives from where one does. The pipeline's own accesses (through pointers it named
+        with the prefix: validation's reads of its table of live ranges) are not the shader's."""
+        pending: list[tuple[Function, Block, Instruction, Access, int | None]] = []
+        for function in self.module.definitions():
+            entry = self.entries.get(function.name)
+            if entry is None and self.references[function.name] <= 1:
+                continue  # called from nowhere (inlined everywhere): its copies are recorded
+            roots = derivations(function, entry) if entry is not None else {}
+            for block, instruction in function.instructions():
+                for access in accesses(instruction, self.sizes):
+                    pointer = access.pointer
+                    if access.pointer_type != RUNTIME_BUFFER_TYPE or pointer.startswith(f"%{self.prefix}"):
+                        continue
+                    if access.bytes is None:
+                        self._unrecorded(function, instruction, SIZE_UNKNOWN)
+                        continue
+                    pending.append((function, block, instruction, access, roots.get(pointer)))
+        frames = self._frames({function.name for function, *_ in pending})
+        found = []
+        for function, block, instruction, access, root in pending:
+            frame = frames.get(function.name)
+            if frame is None:
+                self._unrecorded(function, instruction, NOT_PASSED)
+                continue
+            access_class = ATOMIC if access.atomic else WRITE if access.writes else READ
+            found.append(_Found(function, block, instruction, frame, access, root, access_class))
+        return found, self.unrecorded
+
+    def _unrecorded(self, function: Function, instruction: Instruction, reason: str) -> None:
+        self.unrecorded[function.name, source_of(self.module, instruction), reason] += 1
+
+    def _frames(self, names: set[str]) -> dict[str, _Frame]:
+        """The frames of the functions `names`: each entry's, and each function still called whose
+        every caller is an entry or such a function, up the calls (so that the invocation and the data
+        buffers can be passed down to it), with the data buffers every entry has."""
+        frames = {
+            name: _Frame(entry.invocation, entry.data_buffers)
+            for name, entry in self.entries.items()
+            if name in names
+        }
+        calls = DirectCalls(self.module, self.references)
+        passable = set(calls.passing(names - set(self.entries), self.entries))
+        changed = True
+        while changed:  # leave out a function with a caller that cannot pass the values
+            kept = {name for name in passable if calls.callers([name]) <= passable | set(self.entries)}
+            changed, passable = kept != passable, kept
+        common = min((len(entry.data_buffers) for entry in self.entries.values()), default=0)
+        bases = tuple(f"%{self.prefix}races.base{k}" for k in range(common))
+        invocation = f"%{self.prefix}{ID_PARAMETER}"
+        frames.update({name: _Frame(invocation, bases, passed=True) for name in passable})
+        return frames
 
 
-def _shadowed(found: list[_Found]) -> dict[int, ShadowBuffer]:
-    """The buffers that some site writes or accesses atomically, by position, with the classes their
-    sites have (over every entry)."""
+def _buffer_names(module: Module) -> tuple[str, ...]:
+    """The data buffers' IR names, by position, as the entry with the most of them names them."""
+    found = entries(module, RUNTIME_BUFFER_TYPE)
+    return max((entry.data_buffers for entry in found), key=len, default=())
+
+
+def _shadowed(found: list[_Found], names: tuple[str, ...]) -> dict[int, ShadowBuffer]:
+    """The buffers that some site may write or access atomically, by position, with the classes their
+    sites have (over every entry); a site no one buffer explains has its class in each it may touch."""
     classes: dict[int, set[str]] = {}
-    names: dict[int, str] = {}
     for item in found:
-        classes.setdefault(item.buffer, set()).add(item.access_class)
-        names.setdefault(item.buffer, item.entry.data_buffers[item.buffer])
+        for k in item.buffers():
+            classes.setdefault(k, set()).add(item.access_class)
+    attributed: dict[int, str] = {}
+    for item in found:
+        if item.buffer is not None:
+            attributed.setdefault(item.buffer, item.frame.bases[item.buffer])
     return {
         buffer: ShadowBuffer(
-            buffer, names[buffer], tuple(name for name in CLASSES if name in classes[buffer])
+            buffer,
+            attributed.get(buffer) or names[buffer],
+            tuple(name for name in CLASSES if name in classes[buffer]),
         )
         for buffer in sorted(classes)
         if classes[buffer] & {WRITE, ATOMIC}
@@ -162,30 +235,70 @@ def _shadowed(found: list[_Found]) -> dict[int, ShadowBuffer]:
 def _site(module: Module, number: int, item: _Found) -> RaceSite:
     access = item.access
     size = access.bytes if isinstance(access.bytes, int) else None
-    name = item.entry.data_buffers[item.buffer]
+    buffer = item.buffer if item.buffer is not None else -1
+    name = item.frame.bases[item.buffer] if item.buffer is not None else ""
     source = source_of(module, item.instruction)
-    site = Site(number, access.kind, size, item.buffer, name, item.function.name, source)
+    site = Site(number, access.kind, size, buffer, name, item.function.name, source)
     return RaceSite(site, item.access_class)
 
 
+def _pass_frames(module: Module, recorded: list[_Found], prefix: str) -> None:
+    """Give each function still called that records (and its callers up to the entries) the invocation
+    ID (unless it has printf's or validation's already) and the data buffers as more parameters, and
+    make every call of it pass its caller's."""
+    passed = {item.function.name: item.frame for item in recorded if item.frame.passed}
+    if not passed:
+        return
+    frame = next(iter(passed.values()))
+    found = {entry.function.name: entry for entry in entries(module, RUNTIME_BUFFER_TYPE)}
+    calls = DirectCalls(module, module.reference_counts())
+    giving = calls.passing(passed, found)
+    added: dict[bool, set[str]] = {True: set(), False: set()}
+    for name in giving:
+        function = module.functions[name]
+        has_invocation = frame.invocation in (parameter.value for parameter in function.parameters)
+        bases = [f"{RUNTIME_BUFFER_TYPE} {base}" for base in frame.bases]
+        function.add_parameters(", ".join(([] if has_invocation else [f"i32 {frame.invocation}"]) + bases))
+        added[not has_invocation].add(name)
+
+    def values(with_invocation: bool) -> Callable[[Function], str]:
+        def of(caller: Function) -> str:
+            entry = found.get(caller.name)
+            invocation, bases = (
+                (entry.invocation, entry.data_buffers[: len(frame.bases)])
+                if entry is not None
+                else (frame.invocation, frame.bases)
+            )
+            typed = [f"{RUNTIME_BUFFER_TYPE} {base}" for base in bases]
+            return ", ".join(([f"i32 {invocation}"] if with_invocation else []) + typed)
+
+        return of
+
+    for with_invocation, names in added.items():
+        for block, replacements in calls.pass_along(names, values(with_invocation)).items():
+            block.rewrite(replacements)
+
+
 class _Recording:
-    """The records of one module: its entries' prologues, a call after each recorded access, the
-    helpers and the runtime global."""
+    """The records of one module: each recording function's prologue, a call after each recorded
+    access, the helpers and the runtime global."""
 
     def __init__(self, module: Module, target: Target, prefix: str, table: RaceTable, count: int) -> None:
         self.module = module
         self.table = table
+        self.prefix = prefix
         self.names = f"{prefix}races."
         self.shadow_type = target.global_pointer_type
         self.count = count
         self.per_warp = target.races_per_warp
 
     def add(self, recorded: list[_Found]) -> None:
+        _pass_frames(self.module, recorded, self.prefix)
         by_function: dict[str, list[tuple[int, _Found]]] = {}
         for number, item in enumerate(recorded):
             by_function.setdefault(item.function.name, []).append((number, item))
         for items in by_function.values():
-            self._record_in(items[0][1].function, items[0][1].entry, items)
+            self._record_in(items[0][1].function, items[0][1].frame, items)
         if RACES_SHADOW_GLOBAL not in self.module.globals:
             self.module.add_global(
                 f"{global_name(RACES_SHADOW_GLOBAL)} = external global [{self.count} x ptr]"
@@ -204,11 +317,11 @@ class _Recording:
         for helper in helpers:
             self.module.add_function(helper)
 
-    def _record_in(self, function: Function, entry: Entry, items: list[tuple[int, _Found]]) -> None:
-        """The entry's prologue, then a record after each of its recorded accesses."""
+    def _record_in(self, function: Function, frame: _Frame, items: list[tuple[int, _Found]]) -> None:
+        """The function's prologue, then a record after each of its recorded accesses."""
         assert function.blocks is not None
-        used = sorted({item.buffer for _, item in items})
-        function.blocks[0].instructions[:0] = self._prologue(entry, used)
+        used = sorted({k for _, item in items for k in item.buffers() if self.table.buffer(k) is not None})
+        function.blocks[0].instructions[:0] = self._prologue(frame, used)
         # A call that may be inlined needs a `!dbg` in a function with debug information: the access's,
         # else any of the function's.
         fallback = next(
@@ -229,11 +342,11 @@ class _Recording:
         for block, replacements in edits.items():
             block.rewrite(replacements)
 
-    def _prologue(self, entry: Entry, buffers: list[int]) -> list[Instruction]:
+    def _prologue(self, frame: _Frame, buffers: list[int]) -> list[Instruction]:
         """Each buffer's shadow (its rows, after the header) and words, and the invocation's part of a
         packed value."""
         names, shadow_type = self.names, self.shadow_type
-        lines = [f"%{names}who = shl i32 {entry.invocation}, {self.table.site_bits}"]
+        lines = [f"%{names}who = shl i32 {frame.invocation}, {self.table.site_bits}"]
         for k in buffers:
             at, shadow = f"%{names}at{k}", f"%{names}shadow{k}"
             global_ = global_name(RACES_SHADOW_GLOBAL)
@@ -266,29 +379,36 @@ class _Recording:
         ]
 
     def _record(self, number: int, item: _Found, debug: str) -> list[Instruction]:
-        """The call that records one access of site `number`."""
+        """The calls that record one access of site `number`: into its buffer's shadow, or, for an access
+        no one buffer explains, into each shadow (the helper leaves out the words outside its buffer)."""
         names, access = self.names, item.access
-        k = item.buffer
-        shadow = self.table.buffer(k)
-        assert shadow is not None
-        row = shadow.classes.index(item.access_class)
-        where = (
-            f"{self.shadow_type} %{names}rows{k}, i64 %{names}words{k}, {RUNTIME_BUFFER_TYPE} "
-            f"{item.entry.data_buffers[k]}, {RUNTIME_BUFFER_TYPE} {access.pointer}"
-        )
-        who = f"i32 %{names}who, i32 {number}, i64 {row}"
-        alignment = item.instruction.alignment or 1
-        if self.per_warp and access.bytes == WORD_BYTES and alignment >= WORD_BYTES:
-            warps = f"{self.shadow_type} %{names}warps{k}, i64 %{names}groups{k}"
-            return [Instruction(f"call void @{names}lanes({where}, {warps}, {who}){debug}")]
-        if isinstance(access.bytes, int) and access.bytes in _ONE_WORD_BYTES and alignment >= access.bytes:
-            return [Instruction(f"call void @{names}word({where}, {who}){debug}")]
         lines = []
         size = str(access.bytes)
         if isinstance(access.bytes, str) and access.bytes_type != "i64":
             size = f"%{names}bytes.{number}"
             lines.append(Instruction(f"{size} = zext {access.bytes_type} {access.bytes} to i64"))
-        lines.append(Instruction(f"call void @{names}range({where}, i64 {size}, {who}){debug}"))
+        for k in item.buffers():
+            shadow = self.table.buffer(k)
+            if shadow is None:
+                continue
+            row = shadow.classes.index(item.access_class)
+            where = (
+                f"{self.shadow_type} %{names}rows{k}, i64 %{names}words{k}, {RUNTIME_BUFFER_TYPE} "
+                f"{item.frame.bases[k]}, {RUNTIME_BUFFER_TYPE} {access.pointer}"
+            )
+            who = f"i32 %{names}who, i32 {number}, i64 {row}"
+            alignment = item.instruction.alignment or 1
+            one_word = isinstance(access.bytes, int) and access.bytes in _ONE_WORD_BYTES
+            aligned = isinstance(access.bytes, int) and alignment >= access.bytes
+            if item.buffer is None:
+                call = f"range({where}, i64 {size}, {who})"
+            elif self.per_warp and access.bytes == WORD_BYTES and alignment >= WORD_BYTES:
+                call = f"lanes({where}, {self.shadow_type} %{names}warps{k}, i64 %{names}groups{k}, {who})"
+            elif one_word and aligned:
+                call = f"word({where}, {who})"
+            else:
+                call = f"range({where}, i64 {size}, {who})"
+            lines.append(Instruction(f"call void @{names}{call}{debug}"))
         return lines
 
 

@@ -14,7 +14,7 @@ from metadata.races.table import RACES_KEY, SHADOW_HEADER, RaceTable, ShadowErro
 from ...cli.commands import InputError, one_table, read_bytes, warn
 from ...devices.device import Image
 from ..feature import RunReport
-from .runtime import RaceRun
+from .runtime import RaceRun, unrecorded_notes
 
 
 def run_report(run: RaceRun) -> RunReport:
@@ -40,7 +40,7 @@ def decode_shadows(elves: Sequence[tuple[str, bytes]], paths: Sequence[str]) -> 
     table of the ELFs (one of them must have it); and a warning for each buffer with no shadow given."""
     name, table = one_table(elves, RaceTable.from_document, RACES_KEY, "--races-shadow")
     dumps, repeated = _distinct_dumps(_shadow_files(paths))
-    notes = [f"{name}: {message}" for message in table.warnings] + repeated
+    notes = [f"{name}: {message}" for message in table.warnings] + repeated + list(unrecorded_notes(table))
     try:
         shadows = read_shadows(table, dumps)
     except ShadowError:

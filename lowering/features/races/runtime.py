@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from metadata.races.shadow import RaceReport, race_reports, read_shadows
 from metadata.races.table import RACES_SHADOW_GLOBAL, SHADOW_HEADER, RaceTable
+from metadata.validation.table import left_out
 
 from ...devices.device import DeviceError, Image, RuntimeGlobal
 from ...devices.images import zeroed_image
@@ -23,7 +24,9 @@ class RaceRun:
 
     races: tuple[RaceReport, ...]
     shadows: tuple[Image, ...] = ()
-    notes: tuple[str, ...] = ()  # decoded from dumps: the buffers whose shadow was not given
+    notes: tuple[
+        str, ...
+    ] = ()  # the accesses not recorded; from dumps, the buffers whose shadow was not given
 
 
 def plan_shadows(table: RaceTable, plan: LaunchPlan) -> None:
@@ -54,7 +57,15 @@ def shadows_of(table: RaceTable, slots: Slots) -> RaceRun:
     """The races the shadows recorded, and each shadow as the device left it (header included)."""
     shadows = [slots[name] for name in _shadow_names(slots)]
     named = [(f"shadow {number}", shadow) for number, shadow in enumerate(shadows)]
-    return RaceRun(tuple(race_reports(table, read_shadows(table, named))), tuple(shadows))
+    races = tuple(race_reports(table, read_shadows(table, named)))
+    return RaceRun(races, tuple(shadows), unrecorded_notes(table))
+
+
+def unrecorded_notes(table: RaceTable) -> tuple[str, ...]:
+    """The warning that some accesses were not recorded (`.unrecorded`), so that no report of races
+    reads as "none" where nothing looked."""
+    note = left_out(table.unrecorded, "--races left {} unrecorded, so no race through them is reported")
+    return (note,) if note else ()
 
 
 def shadow_guards(slots: Slots) -> Sequence[tuple[str, Image]]:

@@ -370,7 +370,7 @@ class _ModuleChecks(_AccessChecks):
         for _, instruction in function.instructions():
             opcode = instruction.opcode
             if BOUNDS in self.checks and any(
-                access.pointer_type == RUNTIME_BUFFER_TYPE for access in accesses(instruction)
+                access.pointer_type == RUNTIME_BUFFER_TYPE for access in accesses(instruction, self.sizes)
             ):
                 return True
             if UB in self.checks and (opcode in UB_OPCODES or opcode == UNREACHABLE):
@@ -389,7 +389,7 @@ class _ModuleChecks(_AccessChecks):
             if id(block) in tested:
                 continue
             if BOUNDS in self.checks:
-                for access in accesses(instruction):
+                for access in accesses(instruction, self.sizes):
                     if access.pointer_type == RUNTIME_BUFFER_TYPE:
                         root = roots.get(access.pointer)
                         checked = CheckedAccess(function, frame, instruction, access, entry, root)

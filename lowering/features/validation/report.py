@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from metadata.decoding.printf_buffer import PrintfDecoding
 from metadata.validation.checks import UNREACHABLE
 from metadata.validation.reports import CheckReport
-from metadata.validation.table import ValidationTable, site_collision_message, split_decoding
+from metadata.validation.table import ValidationTable, left_out, site_collision_message, split_decoding
 
 from ...cli.commands import table_of
 from ..feature import RunReport
@@ -45,8 +45,9 @@ def run_report(run: ValidationRun, printf: PrintfDecoding) -> RunReport:
             "check(s) did not fit: the counts above are lower bounds, and a site whose every record was "
             "dropped is not shown (a larger --buffer-size keeps them all)"
         )
+    unchecked = left_out(run.table.unchecked, "--validate left {} unchecked")
     return RunReport(
-        notes=run.table.warnings,
+        notes=(*run.table.warnings, *([unchecked] if unchecked else [])),
         errors=[report.line() for report in run.reports],
         warnings=warnings,
         document={"validation": [report.document() for report in run.reports]},
