@@ -341,3 +341,112 @@ def test_noinline_functions_called_in_a_chain_get_the_invocation_and_the_buffers
         ("write-racing-write", "main", 32),
         ("read-racing-write", "mid", 32),
     ]
+
+
+MASKED = """declare void @llvm.masked.store.v4i32.p7(<4 x i32>, ptr addrspace(7), i32, <4 x i1>)
+declare <4 x i32> @llvm.masked.load.v4i32.p7(ptr addrspace(7), i32, <4 x i1>, <4 x i32>)
+declare <4 x i32> @llvm.masked.gather.v4i32.v4p7(<4 x ptr addrspace(7)>, i32, <4 x i1>, <4 x i32>)
+declare void @llvm.masked.scatter.v4i32.v4p7(<4 x i32>, <4 x ptr addrspace(7)>, i32, <4 x i1>)
+"""
+
+
+def _masked(mask: str) -> str:
+    """Invocation i stores its ID with `llvm.masked.store` into words 4i..4i+3 of `%a` (`%words`),
+    loads them back (`llvm.masked.load`), gathers them, and scatters the sum back, every one under
+    `mask` (a `<4 x i1>` computed from `%words`)."""
+    return entry(
+        "  %base = mul i64 %wide, 4\n"
+        "  %base.one = insertelement <4 x i64> poison, i64 %base, i64 0\n"
+        "  %bases = shufflevector <4 x i64> %base.one, <4 x i64> poison, <4 x i32> zeroinitializer\n"
+        "  %words = add <4 x i64> %bases, <i64 0, i64 1, i64 2, i64 3>\n"
+        f"{mask}"
+        "  %at = getelementptr i32, ptr addrspace(7) %a, i64 %base\n"
+        "  %id.one = insertelement <4 x i32> poison, i32 %id, i64 0\n"
+        "  %ids = shufflevector <4 x i32> %id.one, <4 x i32> poison, <4 x i32> zeroinitializer\n"
+        "  call void @llvm.masked.store.v4i32.p7(<4 x i32> %ids, ptr addrspace(7) %at, i32 4, "
+        "<4 x i1> %mask)\n"
+        "  %back = call <4 x i32> @llvm.masked.load.v4i32.p7(ptr addrspace(7) %at, i32 4, <4 x i1> %mask, "
+        "<4 x i32> zeroinitializer)\n"
+        "  %lanes = getelementptr i32, ptr addrspace(7) %a, <4 x i64> %words\n"
+        "  %got = call <4 x i32> @llvm.masked.gather.v4i32.v4p7(<4 x ptr addrspace(7)> %lanes, i32 4, "
+        "<4 x i1> %mask, <4 x i32> zeroinitializer)\n"
+        "  %sum = add <4 x i32> %got, %back\n"
+        "  call void @llvm.masked.scatter.v4i32.v4p7(<4 x i32> %sum, <4 x ptr addrspace(7)> %lanes, i32 4, "
+        "<4 x i1> %mask)\n",
+        head=MASKED,
+    )
+
+
+TAIL = "  %mask = icmp ult <4 x i64> %words, splat (i64 18)\n"  # the lanes inside 18 words
+EVERY_LANE = "  %mask = icmp ult <4 x i64> %words, splat (i64 100)\n"
+
+
+def test_masked_loads_stores_gathers_and_scatters_are_checked_over_their_active_lanes() -> None:
+    """Six invocations over a buffer of 18 words: with the tail masked off (invocation 4's last two
+    lanes, every lane of invocation 5) nothing is out of bounds, nothing read before written, nothing
+    races, and the buffer is what the unchecked run leaves. With every lane on, invocations 4 and 5 go
+    past the end at all four sites: reported, and skipped (the guard intact). Before, all four were
+    neither checked, recorded nor counted: only the guard said something was written past the end."""
+    tail = _masked(TAIL)
+    plain = run(tail, [72], invocations=6)
+    for options in (
+        {"validate": True},
+        {"validate": "init"},
+        {"races": True},
+        {"validate": "all", "races": True},
+    ):
+        result = run(tail, [72], invocations=6, threads=2, **options)
+        assert not validation_reports(result) and not races_found(result) and not result.guard_issues
+        assert bytes(result.data_buffers[0]) == bytes(plain.data_buffers[0])
+    table = table_of(lower_sources([Source("test.ll", tail)], validate=True), "validation")
+    assert [(site.kind, site.bytes) for site in table.sites] == [
+        ("masked store", 16),
+        ("masked load", 16),
+        ("gather", 16),
+        ("scatter", 16),
+    ]
+    every = run(_masked(EVERY_LANE), [72], invocations=6, validate=True)
+    assert [report.line().split(" in @main")[0] for report in validation_reports(every)] == [
+        f"out-of-bounds {kind} of 16 bytes {direction} buffer 0 (%a, 72 bytes) at offsets 64..80"
+        for kind, direction in (
+            ("masked store", "to"),
+            ("masked load", "from"),
+            ("gather", "from"),
+            ("scatter", "to"),
+        )
+    ]
+    assert {(report.count, report.first_invocation) for report in validation_reports(every)} == {(2, 4)}
+    assert not every.guard_issues
+
+
+def test_masked_stores_race_lane_by_lane() -> None:
+    """Invocations 0 and 1 (2 and 3) store into the same four words under complementary masks (even
+    lanes, odd lanes), with `llvm.masked.store` and with `llvm.masked.scatter`: no word is written by
+    both, no race. Where both masks have lane 0 on, word 0 of each four races, and only it."""
+    for both, expected in ((False, []), (True, ["write-racing-write"])):
+        lane0 = "true" if both else "false"
+        text = entry(
+            "  %pair = lshr i64 %wide, 1\n"
+            "  %at = getelementptr [4 x i32], ptr addrspace(7) %a, i64 %pair\n"
+            "  %odd = trunc i32 %id to i1\n"
+            "  %even = xor i1 %odd, true\n"
+            "  %m0 = insertelement <4 x i1> poison, i1 %even, i64 0\n"
+            "  %m1 = insertelement <4 x i1> %m0, i1 %odd, i64 1\n"
+            "  %m2 = insertelement <4 x i1> %m1, i1 %even, i64 2\n"
+            "  %m3 = insertelement <4 x i1> %m2, i1 %odd, i64 3\n"
+            f"  %mask = or <4 x i1> %m3, <i1 {lane0}, i1 false, i1 false, i1 false>\n"
+            "  call void @llvm.masked.store.v4i32.p7(<4 x i32> zeroinitializer, ptr addrspace(7) %at, i32 4, "
+            "<4 x i1> %mask)\n"
+            "  %row = getelementptr [4 x i32], ptr addrspace(7) %b, i64 %pair\n"
+            "  %lanes = getelementptr i32, ptr addrspace(7) %row, <4 x i64> <i64 0, i64 1, i64 2, i64 3>\n"
+            "  call void @llvm.masked.scatter.v4i32.v4p7(<4 x i32> zeroinitializer, <4 x ptr addrspace(7)> "
+            "%lanes, i32 4, <4 x i1> %mask)\n",
+            "%a %b",
+            head=MASKED,
+        )
+        result = run(text, [32, 32], invocations=4, races=True, threads=2)
+        found = [
+            (race.kind, race.buffer, race.least_offset, race.greatest_offset, race.words)
+            for race in races_found(result)
+        ]
+        assert found == [(kind, buffer, 0, 16, 2) for kind in expected for buffer in (0, 1)]

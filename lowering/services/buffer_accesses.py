@@ -24,6 +24,7 @@ from ..ir.reading import parse_source
 from ..ir.types import parse_type
 from ..targets.machines import inline_always
 from .context import RUNTIME_BUFFER_TYPE, PassContext
+from .masked_lanes import Lanes, masked_call
 
 _POINTER_BYTES = 8  # pointers as the cpu and nvptx targets store them
 _DERIVING = frozenset({"getelementptr", "phi", "select", "addrspacecast", "bitcast"})
@@ -54,6 +55,8 @@ class Access:
     atomic: bool = False
     writes: bool = False
     bytes_type: str = "i64"
+    lanes: Lanes | None = None  # a masked intrinsic's (`masked_lanes`); `bytes` is then all its lanes'
+    idle: str | None = None  # an i1 IR value: the access touches nothing (a masked one's lanes all off)
 
 
 _NEVER_INLINED = frozenset({"noinline", "optnone"})
@@ -246,6 +249,13 @@ def accesses(instruction: Instruction, sizes: TypeSizes | None = None) -> list[A
     if site is None:
         return []
     name = bare_name(site.callee)
+    masked = masked_call(name, [(argument.type, argument.value) for argument in site.arguments])
+    if masked is not None:
+        lanes = masked.lanes
+        every = lanes.count * lanes.lane_bytes if lanes is not None else None
+        return [
+            Access(masked.kind, masked.pointer, masked.pointer_type, every, writes=masked.writes, lanes=lanes)
+        ]
     kind = next((kind for prefix, kind in _MEMORY_INTRINSICS.items() if name.startswith(prefix + ".")), None)
     if kind is None or len(site.arguments) < 3:
         return []

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .table import Site
 
 _SIGNED = frozenset({"sdiv", "srem", "ashr", "fptosi"})
+_READ_KINDS = frozenset({"load", "atomic load", "masked load", "gather"})  # out of bounds "from" a buffer
 
 
 class CheckReport(Protocol):
@@ -121,7 +122,7 @@ class SiteReport:
 
     def line(self) -> str:
         site = self.site
-        direction = "from" if site.kind == "load" else "to"
+        direction = "from" if site.kind in _READ_KINDS else "to"
         return (
             f"out-of-bounds {_access(site)} {direction} buffer {site.buffer} ({site.buffer_name}, "
             f"{self.buffer_bytes} bytes) at {_span('offset', self.least_offset, self.greatest_offset)} "

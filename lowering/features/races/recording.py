@@ -56,6 +56,7 @@ from ...ir.functions import Block, Function
 from ...ir.instructions import Instruction
 from ...ir.lexer import global_name
 from ...ir.module import Module
+from ...services import masked_lanes
 from ...services.buffer_accesses import Access, TypeSizes, accesses, derivations, entries, source_of
 from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
 from ...services.direct_calls import DirectCalls
@@ -380,36 +381,49 @@ class _Recording:
 
     def _record(self, number: int, item: _Found, debug: str) -> list[Instruction]:
         """The calls that record one access of site `number`: into its buffer's shadow, or, for an access
-        no one buffer explains, into each shadow (the helper leaves out the words outside its buffer)."""
+        no one buffer explains, into each shadow (the helper leaves out the words outside its buffer);
+        a masked access lane by lane, a lane turned off recording nothing."""
         names, access = self.names, item.access
         lines = []
         size = str(access.bytes)
         if isinstance(access.bytes, str) and access.bytes_type != "i64":
             size = f"%{names}bytes.{number}"
             lines.append(Instruction(f"{size} = zext {access.bytes_type} {access.bytes} to i64"))
+        pieces = [(access.pointer, size)]
+        if access.lanes is not None:
+            prefix = f"{names}lanes{number}."
+            found, pieces = masked_lanes.each_lane(access.pointer, access.pointer_type, access.lanes, prefix)
+            lines += [Instruction(line) for line in found]
         for k in item.buffers():
             shadow = self.table.buffer(k)
             if shadow is None:
                 continue
             row = shadow.classes.index(item.access_class)
-            where = (
-                f"{self.shadow_type} %{names}rows{k}, i64 %{names}words{k}, {RUNTIME_BUFFER_TYPE} "
-                f"{item.frame.bases[k]}, {RUNTIME_BUFFER_TYPE} {access.pointer}"
-            )
             who = f"i32 %{names}who, i32 {number}, i64 {row}"
-            alignment = item.instruction.alignment or 1
-            one_word = isinstance(access.bytes, int) and access.bytes in _ONE_WORD_BYTES
-            aligned = isinstance(access.bytes, int) and alignment >= access.bytes
-            if item.buffer is None:
-                call = f"range({where}, i64 {size}, {who})"
-            elif self.per_warp and access.bytes == WORD_BYTES and alignment >= WORD_BYTES:
-                call = f"lanes({where}, {self.shadow_type} %{names}warps{k}, i64 %{names}groups{k}, {who})"
-            elif one_word and aligned:
-                call = f"word({where}, {who})"
-            else:
-                call = f"range({where}, i64 {size}, {who})"
-            lines.append(Instruction(f"call void @{names}{call}{debug}"))
+            for pointer, bytes_ in pieces:
+                where = (
+                    f"{self.shadow_type} %{names}rows{k}, i64 %{names}words{k}, {RUNTIME_BUFFER_TYPE} "
+                    f"{item.frame.bases[k]}, {RUNTIME_BUFFER_TYPE} {pointer}"
+                )
+                call = self._call(item, k, where, bytes_, who)
+                lines.append(Instruction(f"call void @{names}{call}{debug}"))
         return lines
+
+    def _call(self, item: _Found, k: int, where: str, size: str, who: str) -> str:
+        """The helper and its arguments that record an access of `size` bytes into buffer `k`'s shadow:
+        `lanes` for a word a full warp may access together, `word` for one inside a word, else `range`
+        (an access no one buffer explains, of a masked lane, wider, or less aligned)."""
+        names, access = self.names, item.access
+        alignment = item.instruction.alignment or 1
+        one_word = isinstance(access.bytes, int) and access.bytes in _ONE_WORD_BYTES
+        aligned = isinstance(access.bytes, int) and alignment >= access.bytes
+        if item.buffer is None or access.lanes is not None:
+            return f"range({where}, i64 {size}, {who})"
+        if self.per_warp and access.bytes == WORD_BYTES and alignment >= WORD_BYTES:
+            return f"lanes({where}, {self.shadow_type} %{names}warps{k}, i64 %{names}groups{k}, {who})"
+        if one_word and aligned:
+            return f"word({where}, {who})"
+        return f"range({where}, i64 {size}, {who})"
 
 
 def _helpers(names: str, shadow: str) -> list[str]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 
 import llvmlite.ir as ir
 
@@ -54,7 +55,9 @@ from ...ir.instructions import Instruction
 from ...ir.lexer import bare_name, global_name
 from ...ir.module import Module
 from ...ir.types import parse_type
+from ...services import masked_lanes
 from ...services.buffer_accesses import (
+    Access,
     Entry,
     TypeSizes,
     accesses,
@@ -74,8 +77,10 @@ from .guards import Checked, CheckedAccess, block_of, debug_of
 from .loop_versions import Versions, versionable_loops
 from .undefined_behaviour import UB_OPCODES, ub_test
 
-_READS = frozenset({"load", "atomic", "memcpy", "memmove"})  # a memcpy or memmove reads its source
-_WRITES = frozenset({"store", "atomic", "memset"})
+# a memcpy or memmove reads its source
+_READS = frozenset({"load", "atomic", "memcpy", "memmove"}) | masked_lanes.READING
+_WRITES = frozenset({"store", "atomic", "memset"}) | (masked_lanes.KINDS - masked_lanes.READING)
+_Lanes = tuple[list[str], list[tuple[str, str]]]  # a masked access's lines and (pointer, bytes) a lane
 _SIZE_UNKNOWN = "an access of a type whose size is not known"
 
 
@@ -195,7 +200,85 @@ class _Sites:
         )
 
 
-class _AccessChecks(_Sites):
+class _InitChecks(_Sites):
+    """The checks of reads of bytes never written (`init`), through the shadows of the buffers."""
+
+    def _helper_name(self, what: str) -> str:
+        return f"{self.context.prefix}validation.{what}"
+
+    def _init(
+        self,
+        checked: CheckedAccess,
+        site_buffer: tuple[int, str] | None,
+        offset: str | None,
+        lanes: _Lanes | None = None,
+    ) -> None:
+        """The shadow's part: a read of bytes never written reported (and the access goes on), a write
+        marked. `site_buffer` is the data buffer the access is attributed to (position, name), and
+        `offset` the access's offset in it; None: the range found through the cache. A masked access
+        (`lanes`) is checked and marked lane by lane, a lane turned off touching nothing."""
+        access, frame = checked.access, checked.frame
+        names = self._names()
+        if site_buffer is not None:
+            assert offset is not None
+            shadow, buffer = frame.shadow(site_buffer[0]), str(site_buffer[0])
+            lines: list[str] = []
+            base = f"%{names}buffer"
+            starts = [f"{base} = ptrtoint {access.pointer_type} {site_buffer[1]} to i64"]
+        else:
+            cache = f"%{frame.names}cache"
+            slot = f"getelementptr i64, {self.cache_type} {cache}"
+            lines = [
+                f"%{names}base.at = {slot}, i64 {helpers.CACHE_BEGIN}",
+                f"%{names}base = load i64, {self.cache_type} %{names}base.at, align 8",
+                f"%{names}shadow.at = {slot}, i64 {helpers.CACHE_SHADOW}",
+                f"%{names}shadow = load i64, {self.cache_type} %{names}shadow.at, align 8",
+                f"%{names}id.at = {slot}, i64 {helpers.CACHE_ID}",
+                f"%{names}id = load i64, {self.cache_type} %{names}id.at, align 8",
+                f"%{names}address = ptrtoint {access.pointer_type} {access.pointer} to i64",
+                f"%{names}offset = sub i64 %{names}address, %{names}base",
+            ]
+            shadow, buffer, offset = f"%{names}shadow", f"%{names}id", f"%{names}offset"
+            base, starts = f"%{names}base", []
+        pieces = [("", offset, str(access.bytes))]  # (names' suffix, offset, bytes)
+        if lanes is not None:
+            lines += [*lanes[0], *starts]
+            pieces = []
+            for lane, (pointer, lane_bytes) in enumerate(lanes[1]):
+                at = f"%{names}lane{lane}"
+                lines += [
+                    f"{at}.address = ptrtoint {access.pointer_type} {pointer} to i64",
+                    f"{at}.offset = sub i64 {at}.address, {base}",
+                ]
+                pieces.append((f"lane{lane}.", f"{at}.offset", lane_bytes))
+        if access.kind in _READS and not checked.is_destination:
+            source = source_of(self.module, checked.instruction)
+            buffer_index, buffer_name = site_buffer if site_buffer is not None else (-1, "")
+            size = access.bytes if isinstance(access.bytes, int) else None
+            if access.lanes is not None:
+                size = access.lanes.count * access.lanes.lane_bytes
+            site = self._site(access.kind, size, buffer_index, buffer_name, checked.function, source, INIT)
+            check = global_name(self._helper_name("shadow.check"))
+            for suffix, at, bytes_ in pieces:
+                piece = f"{names}{suffix}"
+                lines += [
+                    f"%{piece}first = call i64 {check}(i64 {shadow}, i64 {at}, i64 {bytes_})",
+                    f"%{piece}ok = icmp eq i64 %{piece}first, -1",
+                ]
+                report = self.writers.call(
+                    site, frame, [f"i64 %{piece}first", f"i64 {buffer}"], checked.debug
+                )
+                checked.guard(lines, f"%{piece}ok", [report], piece, skip=False)
+                lines = []
+        if access.kind in _WRITES or checked.is_destination:
+            mark = global_name(self._helper_name("shadow.mark"))
+            lines += [f"call void {mark}(i64 {shadow}, i64 {at}, i64 {bytes_})" for _, at, bytes_ in pieces]
+        if lines:
+            checked.insert(lines)
+        self.ranges_used = True
+
+
+class _AccessChecks(_InitChecks):
     """The checks of accesses (`bounds`, `init`): against a data buffer's size, the live ranges, the
     shadows."""
 
@@ -206,6 +289,15 @@ class _AccessChecks(_Sites):
             self.unchecked[function.name, source, _SIZE_UNKNOWN] += 1
             return
         size = access.bytes if isinstance(access.bytes, int) else None
+        lanes = None
+        if access.lanes is not None:  # checked over its active lanes' span; `init` lane by lane
+            names = self._names()
+            lanes = masked_lanes.each_lane(access.pointer, access.pointer_type, access.lanes, f"{names}lane.")
+            found = masked_lanes.span(access.pointer, access.pointer_type, access.lanes, names)
+            self.declarations.update(found.declarations)
+            checked.insert(list(found.lines))
+            spanned = replace(access, pointer=found.start, bytes=found.bytes, idle=found.idle)
+            checked = replace(checked, access=spanned)
         entry, root = checked.entry, checked.root
         if entry is not None and root is not None:
             if in_bounds(offsets.get(access.pointer), size, entry.minimum_bytes[root]):
@@ -216,10 +308,10 @@ class _AccessChecks(_Sites):
                 site = self._site(access.kind, size, root, entry.data_buffers[root], function, source, BOUNDS)
                 offset = self._bounds(checked, site)
             if INIT in self.checks:
-                self._init(checked, site_buffer=(root, entry.data_buffers[root]), offset=offset)
+                self._init(checked, (root, entry.data_buffers[root]), offset, lanes)
             return
         site = self._site(access.kind, size, -1, "", function, source, RANGE)
-        self._range(checked, site)
+        self._range(checked, site, lanes)
 
     def _bounds(self, checked: CheckedAccess, site: Site) -> str:
         """The check against the size of the access's data buffer; the offset's IR value."""
@@ -243,12 +335,11 @@ class _AccessChecks(_Sites):
             f"%{names}ok = and i1 %{names}low, %{names}high",
         ]
         values = [f"i64 %{names}offset", f"i64 %{names}size"]
-        checked.guard(
-            lines, f"%{names}ok", [self.writers.call(site, checked.frame, values, checked.debug)], names
-        )
+        report = [self.writers.call(site, checked.frame, values, checked.debug)]
+        checked.guard(lines, _ok(lines, names, access), report, names, result_type=_result_type(access))
         return f"%{names}offset"
 
-    def _range(self, checked: CheckedAccess, site: Site) -> None:
+    def _range(self, checked: CheckedAccess, site: Site, lanes: _Lanes | None = None) -> None:
         """The check against the table of live ranges; with `init`, then the shadow of the range found."""
         names, frame, access = self._names(), checked.frame, checked.access
         self.ranges_used = True
@@ -265,57 +356,9 @@ class _AccessChecks(_Sites):
         failure = global_name(self._helper_name("range.failure"))
         values = [f"{self.table_type} {table}", f"i64 %{names}address", f"i64 %{names}below"]
         report = self.writers.call(site, frame, values, checked.debug, callee=failure)
-        checked.guard(lines, f"%{names}ok", [report], names)
+        checked.guard(lines, _ok(lines, names, access), [report], names, result_type=_result_type(access))
         if INIT in self.checks:
-            self._init(checked, site_buffer=None, offset=None)
-
-    def _init(self, checked: CheckedAccess, site_buffer: tuple[int, str] | None, offset: str | None) -> None:
-        """The shadow's part: a read of bytes never written reported (and the access goes on), a write
-        marked. `site_buffer` is the data buffer the access is attributed to (position, name), and
-        `offset` the access's offset in it; None: the range found through the cache."""
-        access, frame = checked.access, checked.frame
-        names = self._names()
-        if site_buffer is not None:
-            assert offset is not None
-            shadow, buffer = frame.shadow(site_buffer[0]), str(site_buffer[0])
-            lines = []
-        else:
-            cache = f"%{frame.names}cache"
-            slot = f"getelementptr i64, {self.cache_type} {cache}"
-            lines = [
-                f"%{names}base.at = {slot}, i64 {helpers.CACHE_BEGIN}",
-                f"%{names}base = load i64, {self.cache_type} %{names}base.at, align 8",
-                f"%{names}shadow.at = {slot}, i64 {helpers.CACHE_SHADOW}",
-                f"%{names}shadow = load i64, {self.cache_type} %{names}shadow.at, align 8",
-                f"%{names}id.at = {slot}, i64 {helpers.CACHE_ID}",
-                f"%{names}id = load i64, {self.cache_type} %{names}id.at, align 8",
-                f"%{names}address = ptrtoint {access.pointer_type} {access.pointer} to i64",
-                f"%{names}offset = sub i64 %{names}address, %{names}base",
-            ]
-            shadow, buffer, offset = f"%{names}shadow", f"%{names}id", f"%{names}offset"
-        arguments = f"i64 {shadow}, i64 {offset}, i64 {access.bytes}"
-        if access.kind in _READS and not checked.is_destination:
-            source = source_of(self.module, checked.instruction)
-            buffer_index, buffer_name = site_buffer if site_buffer is not None else (-1, "")
-            size = access.bytes if isinstance(access.bytes, int) else None
-            site = self._site(access.kind, size, buffer_index, buffer_name, checked.function, source, INIT)
-            check = global_name(self._helper_name("shadow.check"))
-            lines += [
-                f"%{names}first = call i64 {check}({arguments})",
-                f"%{names}ok = icmp eq i64 %{names}first, -1",
-            ]
-            report = self.writers.call(site, frame, [f"i64 %{names}first", f"i64 {buffer}"], checked.debug)
-            checked.guard(lines, f"%{names}ok", [report], names, skip=False)
-            lines = []
-        if access.kind in _WRITES or checked.is_destination:
-            mark = global_name(self._helper_name("shadow.mark"))
-            lines.append(f"call void {mark}({arguments})")
-        if lines:
-            checked.insert(lines)
-        self.ranges_used = True
-
-    def _helper_name(self, what: str) -> str:
-        return f"{self.context.prefix}validation.{what}"
+            self._init(checked, None, None, lanes)
 
     def _define_range_helpers(self) -> None:
         """Define the helpers of the table and the shadows with the printf helpers (whose writer of a
@@ -467,6 +510,21 @@ class _ModuleChecks(_AccessChecks):
             return True
         function = self.module.functions.get(callee)
         return function is not None and "noreturn" in self.module.function_attributes(function)
+
+
+def _ok(lines: list[str], names: str, access: Access) -> str:
+    """The i1 a check's `lines` end with, `%{names}ok`; for an access that may touch nothing (a masked
+    one with every lane off), that or nothing touched, appended to `lines`."""
+    if access.idle is None:
+        return f"%{names}ok"
+    lines.append(f"%{names}ok.or.idle = or i1 %{names}ok, {access.idle}")
+    return f"%{names}ok.or.idle"
+
+
+def _result_type(access: Access) -> str | None:
+    """The type of the value a skipped access yields where the guard cannot read it: a masked load's
+    or gather's vector."""
+    return access.lanes.vector if access.lanes is not None and not access.writes else None
 
 
 def _definitions(function: Function) -> dict[str, Instruction]:
