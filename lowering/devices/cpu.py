@@ -69,6 +69,7 @@ class CpuDevice(WorkerDevice):
             "live_ranges": live_ranges_job(launch),
             "invocations": launch.invocations,
             "threads": launch.threads,
+            "sparse_images": list(launch.sparse_images),
         }
         return self.run_in_worker(job, images, launch.timeout)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib
 import mmap
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
 from metadata.errors import DprintfError
@@ -108,7 +108,9 @@ class Launch:
     which the device fills in from `live_ranges`). `device_images` are those a device may keep in its
     own memory even when the code can abort (what they hold is lost with the device). `traps`: the code
     may end an invocation with a trap other than an abort's (`unreachable` reached under a check), so
-    what it printed must survive the device's loss."""
+    what it printed must survive the device's loss. `sparse_images` are those the code touches in few
+    places, however large (a feature's shadows): a device allocates their pages only as the code touches
+    them, and says which it wrote (`DeviceRun.written`)."""
 
     ir: str
     entry: EntryPoint
@@ -119,6 +121,7 @@ class Launch:
     device_images: tuple[int, ...] = ()
     live_ranges: LiveRangeImages | None = None
     traps: bool = False
+    sparse_images: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,10 +160,13 @@ class DeviceStatus:
 
 @dataclass(frozen=True, slots=True)
 class DeviceRun:
-    """The images (printf, abort) as the device left them, guards included, and how it stopped."""
+    """The images (printf, abort) as the device left them, guards included, and how it stopped; for each
+    of the launch's `sparse_images`, the byte ranges of it that may be other than zero (`written`, by
+    image number; an image not there may be anywhere), so that a reader leaves the rest untouched."""
 
     images: tuple[Image, ...]
     status: DeviceStatus
+    written: Mapping[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
 
 # `--device` name -> the module that opens the device.

@@ -277,9 +277,11 @@ def _launch(
         tuple(plan.device_images),
         plan.live_ranges,
         plan.traps,
+        tuple(plan.sparse_images),
     )
     ran = device.run(launch, plan.slots.images)
-    result = _result(device.name, ran, lowered, plan.slots.with_images(ran.images), len(run.data_buffers))
+    slots = plan.slots.with_images(ran.images, ran.written)
+    result = _result(device.name, ran, lowered, slots, len(run.data_buffers))
     return dataclasses.replace(result, notes=tuple(plan.notes))
 
 

@@ -70,6 +70,7 @@ class NvptxDevice(WorkerDevice):
             "printf_on_host": _may_abort(launch) or launch.traps,
             "data_buffers": launch.entry.data_buffers,
             "device_images": list(launch.device_images),
+            "sparse_images": list(launch.sparse_images),
             "globals": [{**item, "ptx_name": ptx_name(item["name"])} for item in runtime_globals_job(launch)],
             "live_ranges": live_ranges_job(launch),
         }

@@ -58,7 +58,9 @@ class GpuRun:
             raise RuntimeError("the GPU cannot address registered host memory at its host address")
         self.invocations = job["invocations"]
         self.host = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-        self.copies: list[tuple[int, int, int]] = []  # (host, device, bytes) copied back after the run
+        # (host, device, bytes, the pieces filled of a sparse image, else None) copied back after the run
+        self.copies: list[tuple[int, int, int, list | None]] = []
+        self.sparse = set(job.get("sparse_images", ()))
         regions = zip(job["regions"], job["filled"], strict=True)
         printf, abort, *rest = [(offset, size, filled) for (offset, size), filled in regions]
         data, runtime = rest[: job["data_buffers"]], rest[job["data_buffers"] :]
@@ -69,7 +71,9 @@ class GpuRun:
         first = 2 + len(data)  # images only globals point at
         on_device = set(job["device_images"])
         self.runtime = [
-            (self._on_device if first + index in on_device else place)(region)
+            self._on_device(region, sparse=first + index in self.sparse)
+            if first + index in on_device
+            else place(region)
             for index, region in enumerate(runtime)
         ]
         module = driver.load_module(job["ptx"])
@@ -100,7 +104,7 @@ class GpuRun:
         image, content = table
         host = self.host + job["regions"][image][0]
         ctypes.memmove(host, content, len(content))
-        if any(device == addresses[image] for _, device, _ in self.copies):
+        if any(device == addresses[image] for _, device, _, _ in self.copies):
             self.driver.copy_to_device(addresses[image], host, len(content))
 
     def _mapped(self, region: tuple[int, int, list]) -> int:
@@ -109,13 +113,14 @@ class GpuRun:
         self.driver.register_host(self.host + offset, whole_pages(size))
         return self.host + offset
 
-    def _on_device(self, region: tuple[int, int, list]) -> int:
-        """A zeroed device copy of an image, its non-zero pieces copied in; copied back after the run."""
+    def _on_device(self, region: tuple[int, int, list], sparse: bool = False) -> int:
+        """A zeroed device copy of an image, its non-zero pieces copied in; copied back after the run
+        (a sparse image's pieces that are zero and were zero left as they are: `_copy_back_written`)."""
         offset, size, filled = region
         address = self.driver.allocate(size)
         for start, stop in filled:
             self.driver.copy_to_device(address + start, self.host + offset + start, stop - start)
-        self.copies.append((self.host + offset, address, size))
+        self.copies.append((self.host + offset, address, size, filled if sparse else None))
         return address
 
     def execute(self) -> float:
@@ -128,9 +133,31 @@ class GpuRun:
         driver.launch(self.kernel, blocks, BLOCK_THREADS, [*buffers, ctypes.c_uint32(self.invocations)])
         driver.record(end)
         driver.wait(end)
-        for host, device, size in self.copies:
-            driver.copy_to_host(host, device, size)
+        for host, device, size, filled in self.copies:
+            if filled is None:
+                driver.copy_to_host(host, device, size)
+            else:
+                _copy_back_written(driver, host, device, size, filled)
         return driver.elapsed_seconds(start, end)
+
+
+_STAGED_BYTES = 1 << 22  # a sparse image comes back through host memory of this size,
+_PIECE_BYTES = 1 << 16  # and into the shared file by pieces of this size
+
+
+def _copy_back_written(driver: CudaDriver, host: int, device: int, size: int, filled: list) -> None:
+    """Copy a sparse image back piece by piece, only the pieces that are not zero or were filled before
+    the run: the others stay holes of the shared file, which the harness then need not read."""
+    staged = ctypes.create_string_buffer(_STAGED_BYTES)
+    zeros = bytes(_PIECE_BYTES)
+    for chunk in range(0, size, _STAGED_BYTES):
+        length = min(_STAGED_BYTES, size - chunk)
+        driver.copy_to_host(ctypes.addressof(staged), device + chunk, length)
+        for piece in range(0, length, _PIECE_BYTES):
+            start, count = chunk + piece, min(_PIECE_BYTES, length - piece)
+            was_filled = any(begin < start + count and start < stop for begin, stop in filled)
+            if was_filled or ctypes.string_at(ctypes.addressof(staged) + piece, count) != zeros[:count]:
+                ctypes.memmove(host + start, ctypes.addressof(staged) + piece, count)
 
 
 if __name__ == "__main__":

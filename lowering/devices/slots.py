@@ -7,7 +7,7 @@ Each image is the buffer followed by its guard (`images`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
@@ -27,9 +27,15 @@ def data_slot(number: int) -> str:
 class Slots:
     """Named images in the order a device receives them."""
 
-    def __init__(self, names: Sequence[str] = (), images: Sequence[Image] = ()) -> None:
+    def __init__(
+        self,
+        names: Sequence[str] = (),
+        images: Sequence[Image] = (),
+        written: Mapping[int, Sequence[tuple[int, int]]] | None = None,
+    ) -> None:
         self._numbers = {name: number for number, name in enumerate(names)}
         self.images: list[Image] = list(images)
+        self._written = dict(written or {})
         if len(self._numbers) != len(self.images):
             raise ValueError("one name an image, each name once")
 
@@ -57,9 +63,22 @@ class Slots:
     def names(self) -> Iterator[str]:
         return iter(self._numbers)
 
-    def with_images(self, images: Sequence[Image]) -> Slots:
-        """The same names over `images` (as a device returned them)."""
-        return Slots(list(self._numbers), images)
+    def written(self, name: str) -> list[tuple[int, int]] | None:
+        """The byte ranges of the slot's buffer (its guard left out) that may be other than zero, as the
+        device said of a sparse image (`Launch.sparse_images`); None where it did not say: anywhere."""
+        number = self._numbers[name]
+        found = self._written.get(number)
+        if found is None:
+            return None
+        size = len(self.images[number]) - GUARD_BYTES
+        return [(start, min(stop, size)) for start, stop in found if start < size]
+
+    def with_images(
+        self, images: Sequence[Image], written: Mapping[int, Sequence[tuple[int, int]]] | None = None
+    ) -> Slots:
+        """The same names over `images` (as a device returned them), with what it said it wrote of the
+        sparse ones."""
+        return Slots(list(self._numbers), images, written)
 
 
 @dataclass
@@ -80,6 +99,7 @@ class LaunchPlan:
     live_ranges: LiveRangeImages | None = None
     traps: bool = False
     notes: list[str] = field(default_factory=list)  # what a feature says of the launch, as warnings
+    sparse_images: list[int] = field(default_factory=list)  # touched in few places (`Launch`)
     entry: str = "main"  # the entry function the launch runs
 
     def has_global(self, name: str) -> bool:

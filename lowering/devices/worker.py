@@ -27,6 +27,7 @@ The worker imports this module and the device types (`device`), none of what the
 from __future__ import annotations
 
 import atexit
+import errno
 import io
 import json
 import mmap
@@ -56,6 +57,7 @@ _FINAL_EVENTS = {event.encode() for event in (COMPLETED, FAILED, UNAVAILABLE)}
 
 _LOG_TAIL_BYTES = 4000
 _COPY_BYTES = 1 << 20  # images are copied into shared memory by pieces of this size, zero pieces skipped
+_MADV_POPULATE_READ = 22  # Linux's, since 5.14 (Python 3.11's mmap does not name it)
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 
 Job = dict[str, Any]
@@ -106,7 +108,9 @@ def run_worker(
 
     The job the worker reads has `memory_fd` (the shared file), `regions` ((offset, size) of each image
     in it) and `filled` (for each image, the (start, stop) of its pieces that are not all zero) added.
-    DeviceError when the worker fails, or ends before it runs the code.
+    Of the job's `sparse_images`, the run says which pages the worker (or the harness) wrote: the shared
+    file's data, not its holes (`_written`). DeviceError when the worker fails, or ends before it runs
+    the code.
     """
     started = worker if worker is not None else Worker(module)
     try:
@@ -118,7 +122,8 @@ def run_worker(
             "filled": shared.filled,
         }
         status = started.supervise(device, shared_job, timeout)
-        return DeviceRun(shared.images(), status)
+        written = _written(started.memory_fd, shared.regions, job.get("sparse_images", ()))
+        return DeviceRun(shared.images(), status, written)
     finally:
         started.close()
 
@@ -255,6 +260,8 @@ class _SharedImages:
     an image zeroes it and copies only these."""
 
     def __init__(self, images: Sequence[Image], fd: int) -> None:
+        import numpy as np  # here, not at the top: the worker imports this module without numpy
+
         self.regions: list[tuple[int, int]] = []
         self.filled: list[list[tuple[int, int]]] = []
         size = 0
@@ -267,11 +274,12 @@ class _SharedImages:
         except OSError as failure:
             raise MemoryError(f"cannot map {size} bytes of buffers: {failure.strerror}") from None
         for (offset, length), image in zip(self.regions, images, strict=True):
-            source = memoryview(image)
+            source = memoryview(image).cast("B")
+            found = np.frombuffer(source, dtype=np.uint8)  # read in place: zero pages stay unallocated
             filled: list[tuple[int, int]] = []
             for start in range(0, length, _COPY_BYTES):
                 piece = source[start : start + _COPY_BYTES]
-                if bytes(piece).strip(b"\0"):
+                if found[start : start + _COPY_BYTES].any():
                     self.view[offset + start : offset + start + len(piece)] = piece
                     if filled and filled[-1][1] == start:
                         filled[-1] = (filled[-1][0], start + len(piece))
@@ -283,6 +291,48 @@ class _SharedImages:
         """The images, as views of the mapping."""
         whole = memoryview(self.view)
         return tuple(whole[offset : offset + length] for offset, length in self.regions)
+
+
+def _written(
+    fd: int, regions: Sequence[tuple[int, int]], sparse: Sequence[int]
+) -> dict[int, tuple[tuple[int, int], ...]]:
+    """For each sparse image, the (start, stop) of its pages that hold data in the shared file: the pages
+    someone wrote, the rest being holes that read as zeros. None is read (reading a hole would allocate
+    its page). An image whose file cannot tell (no SEEK_DATA) is left out: anywhere."""
+    found = {}
+    for number in sparse:
+        offset, size = regions[number]
+        end = offset + whole_pages(size)
+        extents = []
+        at = offset
+        try:
+            while at < end:
+                data = os.lseek(fd, at, os.SEEK_DATA)
+                if data >= end:
+                    break
+                hole = os.lseek(fd, data, os.SEEK_HOLE)
+                extents.append((data - offset, min(hole, end) - offset))
+                at = hole
+        except OSError as failure:
+            if failure.errno != errno.ENXIO:  # ENXIO: no data past `at`
+                continue
+        found[number] = tuple(extents)
+    return found
+
+
+def _populate(memory: mmap.mmap, job: Job) -> None:
+    """Make every image's pages resident before the invocations run, as a GPU's are, but those of the
+    sparse images (`Launch.sparse_images`), which are allocated only as the code touches them."""
+    sparse = set(job.get("sparse_images", ()))
+    for number, (offset, size) in enumerate(job["regions"]):
+        if number in sparse or not size:
+            continue
+        length = whole_pages(size)
+        try:
+            memory.madvise(_MADV_POPULATE_READ, offset, length)
+        except OSError:  # before Linux 5.14: a read of each page faults it in
+            for page in range(offset, offset + length, mmap.PAGESIZE):
+                memory[page]
 
 
 def _worker_environment() -> dict[str, str]:
@@ -423,8 +473,8 @@ def serve(
     if unavailable is not None:
         _report(events, UNAVAILABLE, _describe(unavailable))
         return
-    # Populated: the buffers are resident before the invocations run, as a GPU's are.
-    memory = mmap.mmap(job["memory_fd"], 0, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+    memory = mmap.mmap(job["memory_fd"], 0, flags=mmap.MAP_SHARED)
+    _populate(memory, job)
     try:
         run = prepare(job, memory) if start is None else prepare(job, memory, started)
     except cannot_run as failure:

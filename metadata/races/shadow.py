@@ -43,36 +43,46 @@ WRITE_WRITE, READ_WRITE, ATOMIC_PLAIN = "write-racing-write", "read-racing-write
 KINDS = (WRITE_WRITE, READ_WRITE, ATOMIC_PLAIN)
 
 
+_Extents = Sequence[tuple[int, int]] | None  # byte ranges of a dump that may be other than zero; None: all
+
+
 @dataclass(frozen=True)
 class Shadow:
     """One data buffer's shadow as the device left it: `rows[row, 0]` the greatest keys of a class's
     words, `rows[row, 1]` their notLeast; `warps` alike for its groups of WARP_WORDS words, whose keys
-    stand for those of their words plus the lane's (`metadata.races.table`)."""
+    stand for those of their words plus the lane's (`metadata.races.table`). Both are views of the dump,
+    read only at `words`: the words some access touched (in its own slot or its group's), ascending, so
+    that decoding costs what the accesses touched, not what the buffer holds."""
 
     buffer: ShadowBuffer
     buffer_bytes: int
     site_bits: int
     rows: np.ndarray  # uint32, shape (classes, 2, words)
     warps: np.ndarray  # uint32, shape (classes, 2, groups)
+    words: np.ndarray  # int64: the words touched
+    warped: tuple[np.ndarray, ...]  # int64, a class each: its groups a warp recorded, ascending
 
     def row(self, access: str) -> _Sides | None:
-        """The class's (present, least, greatest) packed values per word, its own slot's and its group's
-        together; None when the buffer does not record it. A word without access has the least
-        2^32 - 1 and the greatest 0, which `_union` takes for none."""
+        """The class's (present, least, greatest) packed values for each word of `words`, its own slot's
+        and its group's together; None when the buffer does not record it. A word without access has
+        the least 2^32 - 1 and the greatest 0, which `_union` takes for none."""
         if access not in self.buffer.classes:
             return None
         index = self.buffer.classes.index(access)
-        words = _sides(*self.rows[index])
-        greatest, not_least = self.warps[index]
-        if not greatest.any():
-            return words
-        count = self.rows.shape[2]
-        lanes = (np.arange(count, dtype=np.uint32) % np.uint32(WARP_WORDS)) << np.uint32(self.site_bits)
-        present, least, most = _sides(
-            np.repeat(greatest, WARP_WORDS)[:count], np.repeat(not_least, WARP_WORDS)[:count]
-        )
+        words = self.words
+        sides = _sides(self.rows[index, 0][words], self.rows[index, 1][words])
+        warped = self.warped[index]
+        if not len(warped):
+            return sides
+        groups = words // WARP_WORDS
+        recorded = np.isin(groups, warped)
+        chosen = np.where(recorded, groups, 0)  # a group not recorded is read as no access
+        greatest = np.where(recorded, self.warps[index, 0][chosen], np.uint32(0))
+        not_least = np.where(recorded, self.warps[index, 1][chosen], np.uint32(0))
+        lanes = (words % WARP_WORDS).astype(np.uint32) << np.uint32(self.site_bits)
+        present, least, most = _sides(greatest, not_least)
         warps = present, np.where(present, least + lanes, least), np.where(present, most + lanes, most)
-        return _union(words, warps)
+        return _union(sides, warps)
 
 
 def _sides(greatest: np.ndarray, not_least: np.ndarray) -> _Sides:
@@ -86,9 +96,25 @@ def _sides(greatest: np.ndarray, not_least: np.ndarray) -> _Sides:
 Dump = bytes | bytearray | memoryview
 
 
-def read_shadow(table: RaceTable, image: Dump, name: str) -> Shadow:
+def _nonzero(slots: np.ndarray, base: int, written: _Extents) -> np.ndarray:
+    """The indices of the slots (u32 values at byte `base` of the dump) that are not zero, reading only
+    the dump's bytes `written` says may be other than zero (a hole's page is never read)."""
+    if written is None:
+        return np.flatnonzero(slots)
+    found = [np.empty(0, dtype=np.int64)]
+    end = base + 4 * len(slots)
+    for start, stop in written:
+        low, high = max(start, base), min(stop, end)
+        if low < high:
+            first, last = (low - base) // 4, -(-(high - base) // 4)
+            found.append(np.flatnonzero(slots[first:last]) + first)
+    return np.concatenate(found)
+
+
+def read_shadow(table: RaceTable, image: Dump, name: str, written: _Extents = None) -> Shadow:
     """The shadow dump `image` (header included), checked against the table; ShadowError naming `name`
-    when it is not one of this table's."""
+    when it is not one of this table's. `written`: the byte ranges of it that may be other than zero
+    (the pages a device wrote, `lowering.devices.slots.Slots.written`); only they are read."""
     data = memoryview(image).cast("B")
     if len(data) < SHADOW_HEADER.size:
         raise ShadowError(
@@ -113,7 +139,29 @@ def read_shadow(table: RaceTable, image: Dump, name: str) -> Shadow:
     slots = np.frombuffer(data, dtype="<u4", offset=SHADOW_HEADER.size)
     rows = slots[: classes * 2 * words].reshape(classes, 2, words)
     warps = slots[classes * 2 * words :].reshape(classes, 2, groups)
-    return Shadow(buffer, buffer_bytes, table.site_bits, rows, warps)
+    row_bytes, warp_bytes = 4 * 2 * words, 4 * 2 * groups
+    at_rows, at_warps = SHADOW_HEADER.size, SHADOW_HEADER.size + classes * row_bytes
+    touched = [_nonzero(rows[index, 0], at_rows + index * row_bytes, written) for index in range(classes)]
+    warped = tuple(
+        _nonzero(warps[index, 0], at_warps + index * warp_bytes, written) for index in range(classes)
+    )
+    lanes = np.arange(WARP_WORDS, dtype=np.int64)
+    spread = [(group[:, None] * WARP_WORDS + lanes).ravel() for group in warped]
+    found = _distinct([*touched, *(lanes_of[lanes_of < words] for lanes_of in spread)], words)
+    return Shadow(buffer, buffer_bytes, table.site_bits, rows, warps, found, warped)
+
+
+def _distinct(found: Sequence[np.ndarray], count: int) -> np.ndarray:
+    """The distinct values of the arrays `found` (each below `count`), ascending: through a mask of
+    `count` flags where that is no larger than the values, else by sorting them."""
+    total = sum(len(values) for values in found)
+    if count <= 8 * total:
+        mask = np.zeros(count, dtype=bool)
+        for values in found:
+            mask[values] = True
+        return np.flatnonzero(mask)
+    values = np.sort(np.concatenate([np.empty(0, dtype=np.int64), *found]))
+    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,14 +293,15 @@ def _group(
     if not len(words):
         return []
     keys = _site(table, first).astype(np.int64) * len(table.sites) + _site(table, second)
+    offsets = shadow.words[words] * WORD_BYTES  # `words` are positions among the words touched
     return [
         RaceReport(
             kind,
             shadow.buffer.buffer,
             shadow.buffer.name,
             shadow.buffer_bytes,
-            int(words[lowest]) * WORD_BYTES,
-            int(words[highest]) * WORD_BYTES,
+            int(offsets[lowest]),
+            int(offsets[highest]),
             _access(table, int(first[lowest])),
             _access(table, int(second[lowest])),
             count,
@@ -278,9 +327,15 @@ def _access(table: RaceTable, packed: int) -> RaceAccess:
     return RaceAccess(table.sites[site], packed >> table.site_bits)
 
 
-def read_shadows(table: RaceTable, images: Sequence[tuple[str, Dump]]) -> list[Shadow]:
-    """The named shadow dumps, checked (`read_shadow`); ShadowError when two are of one buffer."""
-    shadows = [read_shadow(table, image, name) for name, image in images]
+def read_shadows(
+    table: RaceTable, images: Sequence[tuple[str, Dump]], written: Sequence[_Extents] = ()
+) -> list[Shadow]:
+    """The named shadow dumps, checked (`read_shadow`; `written`, when given, each one's bytes that may
+    be other than zero); ShadowError when two are of one buffer."""
+    extents = list(written) or [None] * len(images)
+    shadows = [
+        read_shadow(table, image, name, found) for (name, image), found in zip(images, extents, strict=True)
+    ]
     seen: dict[int, str] = {}
     for (name, _), shadow in zip(images, shadows, strict=True):
         other = seen.setdefault(shadow.buffer.buffer, name)

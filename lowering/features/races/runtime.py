@@ -47,6 +47,7 @@ def plan_shadows(table: RaceTable, plan: LaunchPlan) -> None:
         RuntimeGlobal(RACES_SHADOW_GLOBAL, images=tuple(pointers), ir_type=f"[{len(plan.data_sizes)} x ptr]")
     )
     plan.device_images += [number for number in pointers if number is not None]
+    plan.sparse_images += [number for number in pointers if number is not None]  # touched where accessed
 
 
 def _shadow_names(slots: Slots) -> list[str]:
@@ -55,9 +56,11 @@ def _shadow_names(slots: Slots) -> list[str]:
 
 def shadows_of(table: RaceTable, slots: Slots) -> RaceRun:
     """The races the shadows recorded, and each shadow as the device left it (header included)."""
-    shadows = [slots[name] for name in _shadow_names(slots)]
+    names = _shadow_names(slots)
+    shadows = [slots[name] for name in names]
     named = [(f"shadow {number}", shadow) for number, shadow in enumerate(shadows)]
-    races = tuple(race_reports(table, read_shadows(table, named)))
+    written = [slots.written(name) for name in names]  # only those pages are read
+    races = tuple(race_reports(table, read_shadows(table, named, written)))
     return RaceRun(races, tuple(shadows), unrecorded_notes(table))
 
 
