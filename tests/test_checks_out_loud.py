@@ -16,6 +16,7 @@ import pytest
 from dprintf_cli import DPRINTF, dprintf
 from run_parts import races_found, table_of, validation_reports
 
+from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.device import DeviceError
 from lowering.devices.harness import run_sources
 from lowering.lowered_module import Source
@@ -56,6 +57,13 @@ SUB_BYTE = {  # a vector type, its store size (LLVM's: its bits rounded up to by
     "<2 x i4>": (1, f"<{_bits(2, 4)}>"),
     "<3 x i12>": (5, f"<{_bits(3, 12)}>"),
 }
+
+
+SUB_BYTE_BODY = (
+    "  %at = getelementptr [4 x i8], ptr addrspace(7) %a, i64 %wide\n"
+    f"  store <32 x i1> {SUB_BYTE['<32 x i1>'][1]}, ptr addrspace(7) %at, align 4\n"
+    "  %back = load <8 x i1>, ptr addrspace(7) %at, align 1\n"
+)
 
 
 @pytest.mark.parametrize("vector", SUB_BYTE)
@@ -548,3 +556,57 @@ def _data_extents(fd: int, length: int) -> list[tuple[int, int]]:
         at = os.lseek(fd, data, os.SEEK_HOLE)
         found.append((data, at))
     return found
+
+
+GPUS, NO_GPU = gpu_count()
+
+
+def _findings(result) -> tuple[list, list]:
+    validation = [
+        (report.site.kind, report.count, report.invocations, report.least_offset)
+        for report in validation_reports(result) or ()
+    ]
+    races = [
+        (race.kind, race.buffer, race.least_offset, race.greatest_offset, race.words)
+        for race in races_found(result) or ()
+    ]
+    return validation, races
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU: {NO_GPU}")
+def test_on_the_gpu_the_new_sites_report_as_on_the_cpu() -> None:
+    """The masked intrinsics, the accesses no one buffer explains (in `noinline` functions too) and the
+    sub-byte vectors report on the nvptx device as on the cpu; a shadow copied back from the GPU comes
+    back sparse and decodes to the same races."""
+    cases = [
+        (_masked(TAIL), [72], 6, {"validate": "all", "races": True}),
+        (_masked(EVERY_LANE), [72], 6, {"validate": True, "races": True}),
+        (entry(SUB_BYTE_BODY, "%a"), [32], 4, {"validate": True, "races": True}),
+    ]
+    for code, head in UNATTRIBUTED.values():
+        text = entry("  %w = and i64 %wide, 1\n" + code, "%a %b", head=head)
+        cases += [
+            (text, [64, 64], 64, {"races": True}),
+            (text, [64, 64], 64, {"races": True, "validate": True}),
+        ]
+    chain = entry(
+        "  %w = and i64 %wide, 1\n"
+        "  call void @mid(ptr addrspace(7) %printf, ptr addrspace(7) %b, i64 %w, i32 %id)\n"
+        "  %q = getelementptr i32, ptr addrspace(7) %b, i64 8\n"
+        "  store i32 1, ptr addrspace(7) %q\n",
+        "%a %b",
+        head=CHAIN,
+    )
+    cases.append((chain, [64, 64], 64, {"races": True, "validate": True, "verbose": True}))
+    for text, sizes, invocations, options in cases:
+        found = {
+            device: _findings(run(text, sizes, invocations=invocations, device=device, **options))
+            for device in ("cpu", "nvptx")
+        }
+        assert found["nvptx"] == found["cpu"], text
+    big = run(SCATTERED, [64 << 20], invocations=64, device="nvptx", races=True)
+    (name,) = [name for name in big.slots.names() if name.startswith("shadow")]
+    written = big.slots.written(name)
+    assert written is not None and sum(stop - start for start, stop in written) < 8 << 20
+    assert _findings(big) == _findings(run(SCATTERED, [64 << 20], invocations=64, races=True))
