@@ -5,6 +5,7 @@ sized a byte an element (item 4), a loop's failures counted as invocations (item
 
 from __future__ import annotations
 
+import ctypes
 import json
 import mmap
 import os
@@ -16,6 +17,7 @@ import pytest
 from dprintf_cli import DPRINTF, dprintf
 from run_parts import races_found, table_of, validation_reports
 
+from lowering.devices import nvptx_worker
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.device import DeviceError
 from lowering.devices.harness import run_sources
@@ -610,3 +612,39 @@ def test_on_the_gpu_the_new_sites_report_as_on_the_cpu() -> None:
     written = big.slots.written(name)
     assert written is not None and sum(stop - start for start, stop in written) < 8 << 20
     assert _findings(big) == _findings(run(SCATTERED, [64 << 20], invocations=64, races=True))
+
+
+class _HostAsDevice:
+    """A CUDA driver whose device memory is host memory: `copy_to_host` is a memmove."""
+
+    def __init__(self) -> None:
+        self.copies = 0
+
+    def copy_to_host(self, host: int, device: int, size: int) -> None:
+        self.copies += 1
+        ctypes.memmove(host, device, size)
+
+
+def test_the_gpu_worker_copies_back_only_the_pieces_of_a_sparse_image_that_hold_something() -> None:
+    """The nvptx worker copies a shadow back into the shared file piece by piece: the pieces not zero,
+    and those the harness filled before the run (even if the kernel zeroed them), never the others,
+    which stay holes for the harness not to read."""
+    size = 5 << 20
+    device = bytearray(size)
+    device[:16] = b"h" * 16  # the header, filled before the run
+    device[3 << 20] = 7  # one word a kernel wrote
+    fd = os.memfd_create("copy-back")
+    try:
+        os.ftruncate(fd, size)
+        host = mmap.mmap(fd, size)
+        host[:16] = b"h" * 16
+        host[(4 << 20) + 5] = 9  # filled before the run, zeroed on the device since
+        filled = [(0, 1 << 16), (4 << 20, (4 << 20) + (1 << 16))]
+        address = ctypes.addressof(ctypes.c_char.from_buffer(host))
+        source = ctypes.addressof(ctypes.c_char.from_buffer(device))
+        nvptx_worker._copy_back_written(_HostAsDevice(), address, source, size, filled)  # type: ignore[arg-type]
+        assert host[:16] == b"h" * 16 and host[3 << 20] == 7 and host[(4 << 20) + 5] == 0
+        assert _data_extents(fd, size) == [(0, 1 << 16), (3 << 20, (3 << 20) + (1 << 16)), filled[1]]
+        del address
+    finally:
+        os.close(fd)
