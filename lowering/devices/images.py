@@ -13,6 +13,7 @@ from .device import DeviceError, Image
 
 GUARD_BYTES = 256
 GUARD_FILL = 0xA5
+_HUGE_PAGE_BYTES = 2 << 20
 
 
 def data_image(data: Image) -> mmap.mmap:
@@ -59,5 +60,13 @@ def initial_image(size: int, name: str) -> mmap.mmap:
 def _anonymous(size: int) -> mmap.mmap:
     """`size` bytes of private anonymous memory. Private, not shared as `mmap.mmap(-1, size)` makes it:
     a page of shared memory is allocated when it is first read, a private one maps the zero page until it
-    is written, so reading the image's zeros (to copy what is not zero to a device) costs nothing."""
-    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    is written, so reading the image's zeros (to copy what is not zero to a device) costs nothing. Huge
+    pages where the kernel gives them on request: a read of 2 MiB never written then maps the huge zero
+    page at once, not 512 small ones (a shadow of gigabytes is read through in a fraction of the time)."""
+    image = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if size >= _HUGE_PAGE_BYTES and hasattr(mmap, "MADV_HUGEPAGE"):
+        try:
+            image.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:  # a kernel without transparent huge pages
+            pass
+    return image
