@@ -564,8 +564,10 @@ GPUS, NO_GPU = gpu_count()
 
 
 def _findings(result) -> tuple[list, list]:
+    """What a run found, comparable across devices: a check's offsets in its buffer, but not a range
+    check's address, which is where the device put the memory."""
     validation = [
-        (report.site.kind, report.count, report.invocations, report.least_offset)
+        (report.site.kind, report.count, report.invocations, getattr(report, "least_offset", None))
         for report in validation_reports(result) or ()
     ]
     races = [
