@@ -54,7 +54,12 @@ class CounterPlacement(enum.Enum):
 
 
 OUTLINED_CALLS_THRESHOLD = 32
-NVPTX_BLOCK_THREADS = 256  # the nvptx device's thread blocks, which its worker launches
+NVPTX_BLOCK_THREADS = 256  # the nvptx device's thread blocks by default, which its worker launches
+# An entry's workgroup function (SPEC 14), defined by a pass for a target whose device runs a
+# workgroup's invocations on one thread (cpu): `@"<entry>.workgroup"` takes the entry's parameters, its
+# invocation ID being the workgroup's first, then `i32 count` (the workgroup's invocations, fewer in a
+# partial last one) and `i32 size` (the workgroup size), and runs those invocations as one workgroup.
+WORKGROUP_FUNCTION_SUFFIX = ".workgroup"
 WARP_LANES = 32
 
 
