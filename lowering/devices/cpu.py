@@ -106,8 +106,8 @@ class _JitRun:
         self.workgroup_size = job["workgroup_size"]
         address = self.engine.get_function_address(WORKGROUPS_FUNCTION)
         self.run_workgroups = _WorkgroupsFunction(address) if address else None
-        self.workgroups = -(-self.invocations // self.workgroup_size)
-        self.threads = min(job["threads"], self.invocations if address == 0 else self.workgroups)
+        self.workgroup_count = -(-self.invocations // self.workgroup_size)
+        self.threads = min(job["threads"], self.invocations if address == 0 else self.workgroup_count)
         if self.threads > 1:
             _install_trap_grace(self.engine)
         base = ctypes.addressof(ctypes.c_char.from_buffer(memory))
@@ -141,7 +141,7 @@ class _JitRun:
             self.abort,
             self.data,
             first,
-            self.workgroups,
+            self.workgroup_count,
             self.threads,
             self.invocations,
             self.workgroup_size,

@@ -106,6 +106,9 @@ class Target:
     `device_scope`: the `syncscope` of the whole device, None where the default (system) is it.
     `emits_objects`: `compile` writes an ELF object for it. `copies_returning_tails`: its assembly (PTX)
     gets short returning tails copied into the cold blocks that branch back to them (`ptx_tails`).
+    `workgroup_intrinsics`: the family of intrinsics (`nvvm`, `amdgcn`) its barriers and workgroup
+    indices lower to (SPEC 14); None where its device runs a workgroup's invocations on one thread,
+    through the entry's workgroup function (`WORKGROUP_FUNCTION_SUFFIX`).
     """
 
     name: str
@@ -129,6 +132,7 @@ class Target:
     device_scope: str | None = None
     emits_objects: bool = False
     copies_returning_tails: bool = False
+    workgroup_intrinsics: str | None = None
 
     @property
     def buffer_type(self) -> str:
@@ -166,6 +170,7 @@ TARGETS: dict[str, Target] = {
             global_address_space=1,
             device_scope="agent",
             emits_objects=True,
+            workgroup_intrinsics="amdgcn",
         ),
         Target(
             "nvptx",
@@ -193,6 +198,7 @@ TARGETS: dict[str, Target] = {
             races_per_warp=True,
             device_scope="device",
             copies_returning_tails=True,
+            workgroup_intrinsics="nvvm",
         ),
     )
 }
