@@ -527,3 +527,16 @@ def test_a_cpu_module_with_barriers_compiles_to_an_object(tmp_path):
     program.write_text(LOOPED)
     done = dprintf("compile", str(program), "--target", "cpu", "-o", str(elf))
     assert done.returncode == 0, done.stderr
+
+
+def test_barriers_met_once_in_one_order_become_a_loop_a_region_and_others_rounds():
+    """One barrier outside loops and branches: a loop over the invocations before it and one after
+    (POCL's work-item loops), no state, nothing to record; a barrier in a loop: rounds, each
+    invocation's state, divergence recorded."""
+    straight = lower_sources([Source("test.ll", NEIGHBOUR)], "cpu").ir
+    assert "switch" not in straight and "lgc.workgroup.divergence" not in straight
+    assert "dprintf.wg.loop.1:" in straight and "dprintf.wg.loop.2:" not in straight
+    looped = lower_sources([Source("test.ll", LOOPED)], "cpu").ir
+    assert (
+        "switch i32 %dprintf.wg.resume" in looped and "@lgc.workgroup.divergence = global ptr null" in looped
+    )

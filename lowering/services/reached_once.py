@@ -9,8 +9,9 @@ in that block), nothing may wait on another invocation, which could be waiting a
 - no call of a function (intrinsics, printf and abort aside), no inline assembly, no `invoke`;
 - no barrier of some of the block's threads or of a cluster, no `mbarrier`, no AMDGPU split barrier;
 - a barrier of the whole block (NVPTX's, or AMDGPU's `s.barrier`, which a GPU target lowers to it) or
-  a warp-synchronous intrinsic (`bar.warp.sync`, `shfl.sync`, ...) only in a once block: elsewhere some threads could meet it while others meet the printf's barrier
-  in its place, and the phases would pair out of step;
+  a warp-synchronous intrinsic (`bar.warp.sync`, `shfl.sync`, ...) only in a once block: elsewhere
+  some threads could meet it while others meet the printf's barrier in its place, and the phases
+  would pair out of step;
 - no loop that reads memory in a way meant to see other invocations' writes (atomic or volatile
   loads, read-modify-writes, fences): a loop of plain loads alone cannot wait on another invocation,
   for LLVM may assume no other thread writes what it reads.

@@ -11,46 +11,153 @@ workgroup's invocations, and with barriers over rounds from barrier to barrier.
               some invocation waits at recorded once (`@lgc.workgroup.divergence`), then the next
               round, each invocation resuming where it waits
 
-Without barriers the function is the loop over the invocations alone.
+Where every invocation meets every barrier once, in one order (no barrier on a cycle or under a
+branch), the rounds are known before they run: a loop over the invocations for each region between
+barriers, no state (`region_loops`); without barriers, one loop.
 """
 
 from __future__ import annotations
 
 from metadata.workgroups.table import DIVERGENCE_GLOBAL
 
-from ...ir.functions import Block
-from ...ir.lexer import global_name, local_name
+from ...ir.control_flow import ControlFlow
+from ...ir.functions import Block, Function
+from ...ir.instructions import Instruction
+from ...ir.lexer import bare_name, global_name, local_name
 from .frame import Frame
 
 EXITED = -1  # an invocation's state once it has returned; 0 is its start, k > 0 barrier k
 DECLARATIONS = ("declare i32 @llvm.umin.i32(i32, i32)", "declare i32 @llvm.umax.i32(i32, i32)")
 
 
-def loop_blocks(frame: Frame, start: str) -> tuple[list[Block], list[Block]]:
-    """Without barriers: the invocations one after another."""
-    i, entry, dispatch, after = (
-        frame.local("i"),
-        frame.local("entry"),
-        frame.local("dispatch"),
-        frame.local("next"),
+def in_one_order(function: Function, barrier_blocks: list[str]) -> bool:
+    """Whether every invocation meets the barriers (ending `barrier_blocks`) once each, in one order:
+    each block lies on no cycle and dominates every return (so each dominates the next)."""
+    flow = ControlFlow(function)
+    if not flow.returns and barrier_blocks:
+        return False
+    return all(
+        not flow.on_cycle(flow.index[label])
+        and all(flow.dominates(flow.index[label], ending) for ending in flow.returns)
+        for label in barrier_blocks
     )
-    first = [
-        frame.block("entry", [*frame.setup, *_group(frame), f"br label {dispatch}"]),
-        frame.block(
-            "dispatch",
-            [
-                f"{i} = phi i32 [ 0, {entry} ], [ {frame.local('i.next')}, {after} ]",
-                *_invocation(frame),
-                f"br label {local_name(start)}",
-            ],
-        ),
-    ]
-    return first, [frame.block("next", _advance(frame, "done")), frame.block("done", ["ret void"])]
+
+
+def end_regions(function: Function, frame: Frame, resumes: list[tuple[str, str]]) -> None:
+    """Barrier k ends region k - 1, a return the last region: each goes on to the next invocation of
+    its region's loop (`region_loops`)."""
+    local = frame.local
+    for number, (label, _) in enumerate(resumes):
+        block = function.block(label)
+        assert block.instructions[-2].opcode == "call", "a barrier's block ends with it and a branch"
+        block.instructions[-2:] = [Instruction(f"br label {local(f'next.{number}')}")]
+    for block in function.blocks or []:
+        terminator = block.terminator
+        if terminator is not None and terminator.opcode == "ret":
+            block.instructions[-1:] = [Instruction(f"br label {local(f'next.{len(resumes)}')}")]
+
+
+def end_invocations(
+    function: Function, frame: Frame, resumes: list[tuple[str, str]]
+) -> list[tuple[str, int]]:
+    """A barrier ends its block by storing its number as the invocation's state, a return by storing
+    EXITED; both go on to the next invocation. (block, what it stores) of each."""
+    next_label, state = frame.local("next"), frame.local("state.at")
+    exits = []
+    for number, (label, _) in enumerate(resumes, start=1):
+        block = function.block(label)
+        assert block.instructions[-2].opcode == "call", "a barrier's block ends with it and a branch"
+        block.instructions[-2:] = [
+            Instruction(f"store i32 {number}, ptr {state}"),
+            Instruction(f"br label {next_label}"),
+        ]
+        exits.append((label, number))
+    for block in function.blocks or []:
+        terminator = block.terminator
+        if terminator is not None and terminator.opcode == "ret":
+            stored = Instruction(f"store i32 {EXITED}, ptr {state}")
+            block.instructions[-1:] = [stored, Instruction(f"br label {next_label}")]
+            exits.append((function.label_of(block), EXITED))
+    return exits
+
+
+def region_loops(frame: Frame, function: Function, starts: list[str]) -> list[Block]:
+    """Where every invocation meets the barriers in one order, once each (each barrier's block lies on
+    no cycle and dominates every return), or there are none: a loop over the invocations for each
+    region between barriers (POCL's work-item loops), the region's blocks its body. Region k starts at
+    `starts[k]`; its blocks, which no other region shares, end at barrier k + 1 (or return, for the
+    last), branching to `next.k`. The names the loop defines for an invocation get the region's
+    number, in its blocks too. The function's blocks, in order."""
+    owner = _regions(function, starts)
+    blocks = [frame.block("entry", [*frame.setup, *_group(frame), f"br label {frame.local('loop.0')}"])]
+    for number, start in enumerate(starts):
+        renames = _region_names(frame, number)
+        i, after = frame.local(f"i.{number}"), frame.local(f"next.{number}")
+        before = frame.local("entry") if number == 0 else frame.local(f"next.{number - 1}")
+        header = [
+            f"{i} = phi i32 [ 0, {before} ], [ {frame.local(f'i.{number}.next')}, {after} ]",
+            *[Instruction(line).with_locals(renames).text for line in _invocation(frame)],
+            f"br label {local_name(start)}",
+        ]
+        blocks.append(frame.block(f"loop.{number}", header))
+        for block in function.blocks or []:
+            if owner.get(function.label_of(block), 0) == number:
+                block.instructions = [instruction.with_locals(renames) for instruction in block.instructions]
+                blocks.append(block)
+        then = frame.local(f"loop.{number + 1}") if number + 1 < len(starts) else frame.local("done")
+        blocks.append(
+            frame.block(
+                f"next.{number}",
+                [
+                    f"{frame.local(f'i.{number}.next')} = add i32 {i}, 1",
+                    f"{frame.local(f'more.{number}')} = icmp ult i32 {frame.local(f'i.{number}.next')}, "
+                    f"{frame.local('count')}",
+                    f"br i1 {frame.local(f'more.{number}')}, "
+                    f"label {frame.local(f'loop.{number}')}, label {then}",
+                ],
+            )
+        )
+    return [*blocks, frame.block("done", ["ret void"])]
+
+
+def _regions(function: Function, starts: list[str]) -> dict[str, int]:
+    """Each block's region: the one whose start reaches it without passing a barrier (blocks that no
+    region reaches go with the first, as they were)."""
+    owner: dict[str, int] = {}
+    for number, start in enumerate(starts):
+        work = [start]
+        while work:
+            label = work.pop()
+            if label in owner:
+                continue
+            owner[label] = number
+            work += [found for found in function.block(label).successors() if _is_block(function, found)]
+    return owner
+
+
+def _is_block(function: Function, label: str) -> bool:
+    try:
+        function.block(label)
+    except KeyError:
+        return False
+    return True
+
+
+def _region_names(frame: Frame, number: int) -> dict[str, str]:
+    """What the loop of region `number` defines for an invocation, under the region's own names."""
+    defined = [frame.invocation, f"{frame.prefix}i"]
+    defined += [bare_name(line.split(" = ", 1)[0]) for line in frame.dispatch]
+    return {name: f"{name}.{number}" for name in defined}
 
 
 def round_blocks(
-    frame: Frame, start: str, resumes: list[tuple[str, str]], exits: list[tuple[str, int]], first_barrier: int
-) -> tuple[list[Block], list[Block]]:
+    frame: Frame,
+    function: Function,
+    start: str,
+    resumes: list[tuple[str, str]],
+    exits: list[tuple[str, int]],
+    first_barrier: int,
+) -> list[Block]:
     """With barriers: rounds of the invocations, each resuming where it stopped."""
     local = frame.local
     i, epoch, after = local("i"), local("epoch"), local("next")
@@ -128,7 +235,7 @@ def round_blocks(
         *_records(frame, seen, first_barrier),
         frame.block("done", ["ret void"]),
     ]
-    return first, last
+    return [*first, *(function.blocks or []), *last]
 
 
 def _records(frame: Frame, barriers: int, first_barrier: int) -> list[Block]:

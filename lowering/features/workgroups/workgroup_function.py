@@ -19,7 +19,7 @@ from .constructs import ConstructCall, Kind, attachments_of, construct_of
 from .frame import Frame
 from .kept_values import keep_across
 from .private_memory import give_private_memory
-from .rounds import DECLARATIONS, EXITED, loop_blocks, round_blocks
+from .rounds import DECLARATIONS, end_invocations, end_regions, in_one_order, region_loops, round_blocks
 from .shared_memory import SharedInstance, give_shared_instances
 
 
@@ -41,6 +41,7 @@ class WorkgroupFunction:
         self.frame = Frame(f"{prefix}wg.", bare_name(entry.invocation))
         self.instances = instances
         self.first_barrier = first_barrier
+        self.records_divergence = False  # whether it runs in rounds, which record barrier divergence
 
     def build(self) -> list[ConstructCall]:
         """Build it; the entry's barrier calls, in order."""
@@ -55,14 +56,16 @@ class WorkgroupFunction:
         resumes = self._split(barriers)
         if barriers:
             keep_across(function, [resume for _, resume in resumes], frame)
-        exits = self._end_invocations(resumes, bool(barriers))
-        if barriers:
-            before, after = round_blocks(frame, start, resumes, exits, self.first_barrier)
+        if in_one_order(function, [label for label, _ in resumes]):
+            end_regions(function, frame, resumes)
+            blocks = region_loops(frame, function, [start, *(resume for _, resume in resumes)])
+        else:
+            exits = end_invocations(function, frame, resumes)
+            self.records_divergence = True
+            blocks = round_blocks(frame, function, start, resumes, exits, self.first_barrier)
             for declaration in DECLARATIONS:
                 self.module.add_declaration(declaration)
-        else:
-            before, after = loop_blocks(frame, start)
-        workgroup = Function(self._header(), [*before, *(function.blocks or []), *after])
+        workgroup = Function(self._header(), blocks)
         self.module.insert(self.module.items.index(function) + 1, workgroup)
         self._become_one_invocation()
         return barriers
@@ -95,18 +98,21 @@ class WorkgroupFunction:
         return found
 
     def _lower_queries(self, queries: list[ConstructCall]) -> None:
-        """Each index becomes the invocation's: `add i32 <its value>, 0`, keeping its result."""
-        local = self.frame.local
-        values = {
-            Kind.LOCAL_INDEX: local("i"),
-            Kind.WORKGROUP_INDEX: local("group"),
-            Kind.WORKGROUP_SIZE: local("size"),
-        }
+        """Each index becomes the invocation's: an x its value (the loop's, uses renamed), a y or z a
+        one-dimensional workgroup's (`add i32 <0 or 1>, 0`, keeping its result)."""
+        values = {Kind.LOCAL_INDEX: "i", Kind.WORKGROUP_INDEX: "group", Kind.WORKGROUP_SIZE: "size"}
+        renames = {}
         for call in queries:
             fixed = call.construct.one_dimensional()
-            value = values[call.construct.kind] if fixed is None else str(fixed)
-            lowered = f"{call.instruction.result} = add i32 {value}, 0{attachments_of(call.instruction)}"
-            call.block.replace(call.instruction, Instruction(lowered))
+            result = call.instruction.result or ""
+            if fixed is None:
+                renames[bare_name(result)] = f"{self.frame.prefix}{values[call.construct.kind]}"
+                call.block.remove(call.instruction)
+            else:
+                lowered = f"{result} = add i32 {fixed}, 0{attachments_of(call.instruction)}"
+                call.block.replace(call.instruction, Instruction(lowered))
+        if renames:
+            self.function.rename_locals(renames)
 
     def _split(self, barriers: list[ConstructCall]) -> list[tuple[str, str]]:
         """Split each barrier's block after it; (the block it ends, the block that resumes after it)."""
@@ -119,28 +125,6 @@ class WorkgroupFunction:
             function.split_block(block, after, resume)
             resumes.append((function.label_of(block), resume))
         return resumes
-
-    def _end_invocations(self, resumes: list[tuple[str, str]], barriers: bool) -> list[tuple[str, int]]:
-        """A barrier ends its block by storing its number as the invocation's state, a return by storing
-        EXITED; both go on to the next invocation. (block, what it stores) of each."""
-        function = self.function
-        next_label, state = self.frame.local("next"), self.frame.local("state.at")
-        exits = []
-        for number, (label, _) in enumerate(resumes, start=1):
-            block = function.block(label)
-            assert block.instructions[-2].opcode == "call", "a barrier's block ends with it and a branch"
-            block.instructions[-2:] = [
-                Instruction(f"store i32 {number}, ptr {state}"),
-                Instruction(f"br label {next_label}"),
-            ]
-            exits.append((label, number))
-        for block in function.blocks or []:
-            terminator = block.terminator
-            if terminator is not None and terminator.opcode == "ret":
-                stored = [Instruction(f"store i32 {EXITED}, ptr {state}")] if barriers else []
-                block.instructions[-1:] = [*stored, Instruction(f"br label {next_label}")]
-                exits.append((function.label_of(block), EXITED))
-        return exits
 
     def _header(self) -> str:
         """The entry's header for the workgroup function: its name, its parameters with the invocation

@@ -47,19 +47,20 @@ def run(context: PassContext) -> None:
     context.raise_problems()
     instances = _instances(module)
     barriers: list[ConstructCall] = []
+    records = False
     for name in holders:
         with context.checking(None):
-            barriers += WorkgroupFunction(
-                module, context.prefix, entries[name], instances, len(barriers)
-            ).build()
+            built = WorkgroupFunction(module, context.prefix, entries[name], instances, len(barriers))
+            barriers += built.build()
+            records |= built.records_divergence
     context.raise_problems()
     references = module.reference_counts()
     for variable in shared_globals(module):
         if references[variable.name] <= 1:
             module.remove(variable)
-    if barriers:
+    if records:
         module.add_global(f"{global_name(DIVERGENCE_GLOBAL)} = global ptr null, align 8")
-    context.parts[NAME] = WorkgroupPart(barrier_sites(module, barriers), records_divergence=bool(barriers))
+    context.parts[NAME] = WorkgroupPart(barrier_sites(module, barriers), records_divergence=records)
 
 
 def _entries_and_holders(module: Module) -> tuple[dict[str, Entry], dict[str, str]]:
