@@ -6,6 +6,7 @@ of the workgroup constructs are checked on the cpu device here, their GPU twins 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from dprintf_cli import dprintf
 from dprintf_ir import DECLARATIONS, PRINTF, call, run_ir, string_global
 
 from lowering import pipeline
-from lowering.devices.harness import DeviceError, Ending
+from lowering.devices.cuda_driver import gpu_count
+from lowering.devices.harness import DeviceError, Ending, find_entry
+from lowering.devices.nvptx import KERNEL_TARGET, kernel_ptx
 from lowering.features.workgroups import NAME
 from lowering.ir.diagnostics import LoweringError
 from lowering.lowered_module import Source
@@ -22,6 +25,8 @@ from lowering.options import Options
 from lowering.pipeline import lower_sources
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+GPUS, NO_GPU = gpu_count()
+gpu = pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU: {NO_GPU}")
 
 
 def lines(text: str) -> Counter[str]:
@@ -540,3 +545,90 @@ def test_barriers_met_once_in_one_order_become_a_loop_a_region_and_others_rounds
     assert (
         "switch i32 %dprintf.wg.resume" in looped and "@lgc.workgroup.divergence = global ptr null" in looped
     )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"validate": "all"}, {"races": True}, {"instrument": True}, {"verbose": True}],
+    ids=["validate", "races", "instrument", "verbose"],
+)
+def test_the_other_features_run_with_barriers_and_the_output_is_the_same(options):
+    """Their passes run before the workgroup functions are made, which hold what they added."""
+    text = LOOPED.replace(
+        "define void @main(ptr addrspace(7) %buf, i32 %id) {",
+        "define void @main(ptr addrspace(7) %buf, i32 %id, ptr addrspace(7) %data) {",
+    ).replace(
+        "  %sum.next = add i32 %sum, %read\n",
+        "  %sum.next = add i32 %sum, %read\n  %to = getelementptr i32, ptr addrspace(7) %data, i32 %id\n"
+        "  store i32 %sum.next, ptr addrspace(7) %to\n",
+    )
+    plain = run_ir(text, invocations=64, workgroup_size=16, data_buffers=[bytes(256)])
+    result = run_ir(text, invocations=64, workgroup_size=16, data_buffers=[bytes(256)], **options)
+    assert result.ending is Ending.COMPLETED and result.issues == []
+    shown = result.printf.text_chunks(verbose=False) if options.get("verbose") else [result.text()]
+    assert lines("".join(shown)) == lines(plain.text()) and bytes(result.data_buffers[0]) == bytes(
+        plain.data_buffers[0]
+    )
+
+
+# On the GPU: a workgroup is a thread block, a barrier `barrier.sync 0`, shared memory `.shared`.
+
+
+def test_the_nvptx_device_compiles_barriers_and_shared_memory_into_its_kernel():
+    """Without a GPU too: the kernel's PTX waits at `barrier.sync 0` and keeps the tile in `.shared`."""
+    lowered = lower_sources([Source("test.ll", NEIGHBOUR)], KERNEL_TARGET)
+    ptx = kernel_ptx(lowered.ir, find_entry(lowered.ir, "main", lowered.target))
+    assert re.search(r"barrier\.sync\s+0;", ptx) and ".shared .align 4 .b8 tile[4096];" in ptx
+    assert "%tid.x" in ptx and "%ntid.x" in ptx
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", [32, 64, 256, 1024])
+def test_on_the_gpu_a_write_barrier_read_neighbour_kernel_reads_what_its_neighbour_wrote(size):
+    result = run_ir(NEIGHBOUR, invocations=1 << 16, workgroup_size=size, device="nvptx")
+    assert result.ending is Ending.COMPLETED and result.issues == []
+    assert lines(result.text()) == lines(neighbour_lines(1 << 16, size))
+
+
+@gpu
+@pytest.mark.gpu
+def test_on_the_gpu_shared_memory_is_a_thread_blocks_and_the_last_block_is_partial():
+    result = run_ir(COUNTING, invocations=3 * 64 + 3, workgroup_size=64, device="nvptx")
+    expected = "".join(
+        f"{n} in workgroup {n // 64}: {64 if n < 192 else 3} counted, tag {n // 64}\n" for n in range(195)
+    )
+    assert result.ending is Ending.COMPLETED and lines(result.text()) == lines(expected)
+
+
+@gpu
+@pytest.mark.gpu
+def test_on_the_gpu_barriers_in_a_loop_keep_each_invocations_values():
+    result = run_ir(LOOPED, invocations=256, workgroup_size=16, device="nvptx")
+
+    def neighbour(n: int) -> int:
+        return n - n % 16 + (n % 16 + 1) % 16
+
+    expected = "".join(f"{n}: {4 * neighbour(n) + 6}, private {n} {n + 3}\n" for n in range(256))
+    assert result.ending is Ending.COMPLETED and lines(result.text()) == lines(expected)
+
+
+@gpu
+@pytest.mark.gpu
+def test_on_the_gpu_the_indices_in_every_spelling_are_the_thread_blocks():
+    result = run_ir(INDICES, invocations=7, workgroup_size=3, device="nvptx")
+    expected = "".join(
+        f"{n}: local {n % 3} {n % 3} {n % 3}, workgroup {n // 3} {n // 3} {n // 3}, size 3 3, "
+        "y 0 z 0 size.z 1\n"
+        for n in range(7)
+    )
+    assert lines(result.text()) == lines(expected)
+
+
+@gpu
+@pytest.mark.gpu
+def test_on_the_gpu_invocations_returning_before_a_barrier_do_not_hang_it():
+    """CUDA's rule: exited threads do not hold a barrier up (the divergence is reported on the cpu)."""
+    result = run_ir(EARLY_RETURN, invocations=10, workgroup_size=4, device="nvptx", timeout=30)
+    assert result.ending is Ending.COMPLETED
+    assert lines(result.text()) == lines("".join(f"{n} passed the barrier\n" for n in (2, 3, 6, 7)))
