@@ -1,9 +1,11 @@
 """Shared memory on the cpu (SPEC 14): each `addrspace(3)` global becomes a stack slot of the workgroup
 function, one instance a workgroup being run (a workgroup runs on one thread, in one call), cast to
-`addrspace(3)` so that the code that reads and writes it is unchanged. The references to the global in
-the function are made to the slot; a constant expression that holds one (`getelementptr (..., @tile,
-...)`, an `addrspacecast`) becomes an instruction before its user, which it can be, as a constant
-expression cannot hold an instruction's value.
+`addrspace(3)` so that the code that reads and writes it is unchanged. The contract leaves it
+uninitialised; the cpu zeroes it as each workgroup starts, so that a program that reads what no
+invocation wrote prints the same each time (with one thread the output is deterministic). The
+references to the global in the function are made to the slot; a constant expression that holds one
+(`getelementptr (..., @tile, ...)`, an `addrspacecast`) becomes an instruction before its user, which
+it can be, as a constant expression cannot hold an instruction's value.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ class SharedInstance:
     align: int | None
 
 
-def give_shared_instances(function: Function, instances: Mapping[str, SharedInstance], frame: Frame) -> None:
-    """Each shared global (of `instances`, by name) the function names becomes a stack slot of the call,
-    cast to `addrspace(3)`; its references are made to the slot."""
+def give_shared_instances(function: Function, instances: Mapping[str, SharedInstance], frame: Frame) -> bool:
+    """Each shared global (of `instances`, by name) the function names becomes a zeroed stack slot of the
+    call, cast to `addrspace(3)`; its references are made to the slot. Whether it names any."""
     named = {
         bare_name(token)
         for _, instruction in function.instructions()
@@ -49,11 +51,12 @@ def give_shared_instances(function: Function, instances: Mapping[str, SharedInst
         align = f", align {instance.align}" if instance.align is not None else ""
         frame.setup += [
             f"{slot} = alloca {instance.value_type}{align}",
+            f"call void @llvm.memset.p0.i64(ptr {slot}, i8 0, i64 {_bytes(instance.value_type)}, i1 false)",
             f"{shared} = addrspacecast ptr {slot} to ptr {SHARED_WORD}",
         ]
         locals_by_global[name] = shared
     if not locals_by_global:
-        return
+        return False
     references = SharedReferences(locals_by_global, f"{frame.prefix}shared.expression.")
     for block in function.blocks or []:
         edits = {}
@@ -62,6 +65,12 @@ def give_shared_instances(function: Function, instances: Mapping[str, SharedInst
             if rewritten is not None:
                 edits[instruction] = rewritten
         block.rewrite(edits)
+    return True
+
+
+def _bytes(value_type: str) -> str:
+    """A constant expression of the bytes a value of `value_type` takes (its allocation size)."""
+    return f"ptrtoint (ptr getelementptr ({value_type}, ptr null, i32 1) to i64)"
 
 
 class SharedReferences:

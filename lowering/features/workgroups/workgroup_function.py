@@ -51,7 +51,8 @@ class WorkgroupFunction:
         calls = self._construct_calls()
         barriers = [call for call in calls if call.construct.kind is Kind.BARRIER]
         self._lower_queries([call for call in calls if call.construct.is_query])
-        give_shared_instances(function, self.instances, frame)
+        if give_shared_instances(function, self.instances, frame):
+            self.module.add_declaration("declare void @llvm.memset.p0.i64(ptr, i8, i64, i1 immarg)")
         give_private_memory(function, frame, bool(barriers))
         resumes = self._split(barriers)
         if barriers:
@@ -63,7 +64,7 @@ class WorkgroupFunction:
             exits = end_invocations(function, frame, resumes)
             self.records_divergence = True
             blocks = round_blocks(frame, function, start, resumes, exits, self.first_barrier)
-            for declaration in DECLARATIONS:
+            for declaration in (*DECLARATIONS, "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1 immarg)"):
                 self.module.add_declaration(declaration)
         workgroup = Function(self._header(), blocks)
         self.module.insert(self.module.items.index(function) + 1, workgroup)
