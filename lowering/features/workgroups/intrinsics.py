@@ -1,10 +1,12 @@
 """Workgroup constructs lowered to a GPU target's own intrinsics (SPEC 14): on nvptx and amdpal a
 workgroup is the hardware's (a thread block, a workgroup) and shared memory is its `addrspace(3)`, so
 each barrier and index becomes the target's (`constructs.Family`), and a `syncscope` of the other
-family's workgroup scope its own. The intrinsics of the target's own family stay as they are.
+family's workgroup scope its own. The intrinsics of the target's own family stay as they are, but its
+barriers of the whole workgroup, which become its one barrier.
 
 A construct the target has no spelling for (AMDGPU's workgroup size, another family's barrier of another
-kind, an NVVM barrier of a number other than 0) is an error naming the function and the call.
+kind or an NVVM barrier of a number other than 0 on amdpal) is an error naming the function and the
+call.
 """
 
 from __future__ import annotations
@@ -75,31 +77,31 @@ def _lowered(
     context: PassContext, family: Family, call: ConstructCall, declarations: set[str]
 ) -> list[Instruction] | None:
     """What the call becomes on the family's target (None: it stays), adding the declarations it needs
-    to `declarations`; a problem of the module for a construct the target cannot spell."""
+    to `declarations`; a problem of the module for a construct the target cannot spell. The family's own
+    intrinsics stay, but a barrier of the whole workgroup, which becomes the family's one barrier (on
+    nvptx not `.aligned`: a barrier some lanes of a warp skip then waits for no one who has exited)."""
     construct, instruction = call.construct, call.instruction
     own = family.own.fullmatch(call.callee) is not None
-    if construct.kind is Kind.OTHER_BARRIER or (own and call.callee not in NUMBERED_BARRIERS):
+    numbered = call.callee in NUMBERED_BARRIERS and _barrier_number(instruction) != "0"
+    if construct.kind is Kind.OTHER_BARRIER or numbered:
         if not own:
-            _problem(
-                context,
-                call,
-                f"{context.target.name} has no intrinsic for it (only barriers of the whole workgroup)",
+            target = context.target.name
+            what = (
+                f"waits at barrier {_barrier_number(instruction)}: {target} knows barrier 0, the whole "
+                "workgroup's"
+                if numbered
+                else f"{target} has no intrinsic for it (only barriers of the whole workgroup)"
             )
+            _problem(context, call, what)
         return None
     if construct.kind is Kind.BARRIER:
-        if call.callee in NUMBERED_BARRIERS and _barrier_number(instruction) != "0":
-            number = _barrier_number(instruction)
-            _problem(
-                context,
-                call,
-                f"waits at barrier {number}: the workgroups lowering knows barrier 0, the whole workgroup's",
-            )
-            return None
-        if own:
+        if any(f"@{call.callee}(" in line for line in family.barrier):
             return None
         declarations.update(family.declarations)
         ending = attachments_of(instruction)
         return [Instruction(line + ending) for line in family.barrier]
+    if own:
+        return None
     intrinsic = family.query(construct)
     if intrinsic is None:
         _problem(
