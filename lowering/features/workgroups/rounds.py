@@ -123,6 +123,7 @@ def region_loops(frame: Frame, function: Function, starts: list[str]) -> list[Bl
 def _regions(function: Function, starts: list[str]) -> dict[str, int]:
     """Each block's region: the one whose start reaches it without passing a barrier (blocks that no
     region reaches go with the first, as they were)."""
+    blocks = {function.label_of(block): block for block in function.blocks or []}
     owner: dict[str, int] = {}
     for number, start in enumerate(starts):
         work = [start]
@@ -131,16 +132,8 @@ def _regions(function: Function, starts: list[str]) -> dict[str, int]:
             if label in owner:
                 continue
             owner[label] = number
-            work += [found for found in function.block(label).successors() if _is_block(function, found)]
+            work += [found for found in blocks[label].successors() if found in blocks]
     return owner
-
-
-def _is_block(function: Function, label: str) -> bool:
-    try:
-        function.block(label)
-    except KeyError:
-        return False
-    return True
 
 
 def _region_names(frame: Frame, number: int) -> dict[str, str]:
