@@ -86,4 +86,11 @@ FEATURE_TABLES = (
         one_shader="its sites' counters' positions in the buffer are compiled into the shader's code",
         exports={"DroppedLines": "line_limit", "LineLimit": "line_limit"},
     ),
+    FeatureTable(
+        "amdpal.workgroups",
+        "workgroups",
+        "table:WorkgroupTable",
+        one_shader="its barriers' numbers are compiled into the shader's code",
+        exports={"WorkgroupTable": "table"},
+    ),
 )

@@ -233,3 +233,24 @@ def test_ctrl_c_while_the_device_runs_is_an_interruption(fake_directory):
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=10)
     assert (process.returncode, out, err) == (130, b"", b"error: interrupted\n")
+
+
+@pytest.mark.parametrize(("options", "launched"), [((), "4 256"), (("--workgroup-size", "64"), "16 64")])
+def test_a_thread_block_is_a_workgroup(fake_directory, tmp_path, options, launched):
+    """The kernel is launched with a thread block a workgroup (SPEC 14): 256 threads by default, as
+    before workgroups, else `--workgroup-size`, and as many blocks as the invocations need (the last
+    partial)."""
+    launches = tmp_path / "launches"
+    environment = dict(
+        os.environ, LD_LIBRARY_PATH=str(fake_directory), FAKE_CUDA="", FAKE_CUDA_LAUNCHES=str(launches)
+    )
+    done = subprocess.run(
+        [*DPRINTF, *hello("--invocations", "1000", *options)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert launches.read_text() == f"{launched}\n"

@@ -36,6 +36,9 @@ FEATURE_NAMES = {
     "validation": r"validat",
     "instrumentation": r"instrument",
     "printf_gates": r"--verbose|only.invocations|max.lines.per.site",
+    # Its package and its target-neutral spellings: the launch in workgroups (`--workgroup-size`, a
+    # device's workgroup function) is the core's, the barriers and shared memory the feature's.
+    "workgroups": r"(?-i:\bWorkgroups\b)|[\"'.]workgroups\b|lgc\.workgroup\.|workgroup_intrinsics",
 }
 MOST_OUTSIDE = 3
 

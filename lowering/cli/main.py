@@ -17,9 +17,11 @@ from ..devices.device import (
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
     DEFAULT_RUN_TIMEOUT_SECONDS,
+    DEFAULT_WORKGROUP_SIZE,
     DEVICE_MODULES,
     MAX_BUFFER_BYTES,
     MAX_INVOCATIONS,
+    MAX_WORKGROUP_SIZE,
     WORKER_MODULES,
     BufferSize,
 )
@@ -219,6 +221,14 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         default=1,
         metavar="T",
         help="cpu device threads (default: 1, in order)",
+    )
+    parser.add_argument(
+        "--workgroup-size",
+        type=_integer(1, MAX_WORKGROUP_SIZE),
+        default=DEFAULT_WORKGROUP_SIZE,
+        metavar="N",
+        help="invocations k*N .. k*N+N-1 form workgroup k, which shares memory and meets at barriers; the "
+        f"nvptx device's thread block (default: {DEFAULT_WORKGROUP_SIZE})",
     )
     parser.add_argument(
         "--buffer-size",

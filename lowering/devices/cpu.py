@@ -3,7 +3,10 @@
 The worker (`python -m lowering.devices.cpu`, see `worker`) plays the GPU. It lowers nothing: it
 compiles the lowered IR for the host, appends a driver that loops over invocations, and runs invocations
 `0 .. N-1` on T threads (thread t runs t, t+T, ...; each a ctypes call, which releases the GIL). One
-thread runs them in order, so its output is deterministic.
+thread runs them in order, so its output is deterministic. Where the lowered module defines the entry's
+workgroup function (`targets.target.WORKGROUP_FUNCTION_SUFFIX`: a pass made it for code that meets at
+barriers or shares memory, SPEC 14), the driver calls it a workgroup at a time instead: thread t runs
+workgroups t, t+T, ..., each whole, one workgroup's invocations on one thread.
 
 A trap ends the process, and with it every other invocation, however long it would have run: that is
 the device loss of an abort, in finite time. With several threads the worker first gives the others
@@ -16,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import io
 import mmap
+import re
 import signal
 import threading
 import time
@@ -23,9 +27,10 @@ from collections.abc import Callable, Sequence
 
 import llvmlite.binding as llvm
 
+from ..ir.lexer import global_name
 from ..targets.machines import host_target_machine, optimize
 from ..targets.runtime_globals import define_declared_globals
-from ..targets.target import get_target
+from ..targets.target import WORKGROUP_FUNCTION_SUFFIX, get_target
 from .device import DeviceRun, EntryPoint, Image, Launch
 from .worker import (
     Job,
@@ -39,12 +44,21 @@ from .worker import (
 
 TRAP_GRACE_SECONDS = 0.05
 RANGE_FUNCTION = "dprintf.run_range"
+WORKGROUPS_FUNCTION = "dprintf.run_workgroups"
 TARGET = get_target("cpu")
 TRAP_HANDLER = "dprintf.on_trap"
 TRAP_SIGNALS = (signal.SIGILL, signal.SIGTRAP)
 
 _RangeFunction = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64
+)
+# (printf, abort, data, first workgroup, workgroups, step, invocations, workgroup size)
+_WorkgroupsFunction = ctypes.CFUNCTYPE(
+    None,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    *[ctypes.c_uint64] * 5,
 )
 
 
@@ -70,6 +84,7 @@ class CpuDevice(WorkerDevice):
             "invocations": launch.invocations,
             "threads": launch.threads,
             "sparse_images": list(launch.sparse_images),
+            "workgroup_size": launch.workgroup_size,
         }
         return self.run_in_worker(job, images, launch.timeout)
 
@@ -89,7 +104,11 @@ class _JitRun:
         names = [item["name"] for item in job["globals"]]
         self.engine, self.run_range = compile_range_driver(job["ir"], entry, names)
         self.invocations = job["invocations"]
-        self.threads = min(job["threads"], self.invocations)
+        self.workgroup_size = job["workgroup_size"]
+        address = self.engine.get_function_address(WORKGROUPS_FUNCTION)
+        self.run_workgroups = _WorkgroupsFunction(address) if address else None
+        self.workgroup_count = -(-self.invocations // self.workgroup_size)
+        self.threads = min(job["threads"], self.invocations if address == 0 else self.workgroup_count)
         if self.threads > 1:
             _install_trap_grace(self.engine)
         base = ctypes.addressof(ctypes.c_char.from_buffer(memory))
@@ -104,22 +123,33 @@ class _JitRun:
             ctypes.memmove(addresses[image], content, len(content))
 
     def execute(self) -> float:
-        """Run every invocation, thread t of T invocations t, t+T, ...; the seconds they took."""
+        """Run every invocation, thread t of T invocations t, t+T, ... (or workgroups t, t+T, ...); the
+        seconds they took."""
         started = time.perf_counter()
         if self.threads == 1:
-            self.run_range(self.printf, self.abort, self.data, 0, self.invocations, 1)
+            self._run_part(0)
         else:
             self._run_on_threads()
         return time.perf_counter() - started
 
+    def _run_part(self, first: int) -> None:
+        """Thread `first`'s part: invocations (or workgroups) first, first + threads, ..."""
+        if self.run_workgroups is None:
+            self.run_range(self.printf, self.abort, self.data, first, self.invocations, self.threads)
+            return
+        self.run_workgroups(
+            self.printf,
+            self.abort,
+            self.data,
+            first,
+            self.workgroup_count,
+            self.threads,
+            self.invocations,
+            self.workgroup_size,
+        )
+
     def _run_on_threads(self) -> None:
-        workers = [
-            threading.Thread(
-                target=self.run_range,
-                args=(self.printf, self.abort, self.data, first, self.invocations, self.threads),
-            )
-            for first in range(self.threads)
-        ]
+        workers = [threading.Thread(target=self._run_part, args=(first,)) for first in range(self.threads)]
         for worker in workers:
             worker.start()
         for worker in workers:
@@ -131,8 +161,13 @@ def compile_range_driver(
 ) -> tuple[llvm.ExecutionEngine, Callable[..., None]]:
     """MCJIT the lowered module, with the driver appended and the runtime globals it only declares
     defined, at -O2; the engine and its range function, called as `(printf, abort, data, begin, end,
-    step)` (`_range_driver`): the worker's, and a benchmark's that sets the globals itself."""
-    module = llvm.parse_assembly(ir + _range_driver(entry))
+    step)` (`_range_driver`): the worker's, and a benchmark's that sets the globals itself. Where the
+    module defines the entry's workgroup function, the engine has `WORKGROUPS_FUNCTION` too
+    (`_workgroups_driver`)."""
+    drivers = _range_driver(entry)
+    if defines_workgroup_function(ir, entry):
+        drivers += _workgroups_driver(entry)
+    module = llvm.parse_assembly(ir + drivers)
     module.verify()
     machine = host_target_machine()
     if not module.triple:
@@ -189,6 +224,55 @@ loop:
   %invocation = trunc i64 %index to i32
   call void {entry.ir_name}({buffers}, i32 %invocation{data})
   %next = add i64 %index, %step
+  %more = icmp ult i64 %next, %end
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}
+"""
+
+
+def defines_workgroup_function(ir: str, entry: EntryPoint) -> bool:
+    """Whether lowered `ir` defines the entry's workgroup function (`WORKGROUP_FUNCTION_SUFFIX`)."""
+    name = global_name(entry.name + WORKGROUP_FUNCTION_SUFFIX)
+    return re.search(rf"^define [^\n]* {re.escape(name)}\(", ir, re.M) is not None
+
+
+def _workgroups_driver(entry: EntryPoint) -> str:
+    """IR for `WORKGROUPS_FUNCTION(printf, abort, data, begin, end, step, invocations, size)`: the
+    entry's workgroup function for workgroups begin, begin+step, ... < end, each of `size` invocations
+    but the last, which has what is left of `invocations`."""
+    buffer = TARGET.buffer_type
+    buffers = f"{buffer} %printf.buffer"
+    if entry.takes_abort_buffer:
+        buffers += f", {buffer} %abort.buffer"
+    loads = "".join(
+        f"  %data{k}.slot = getelementptr ptr, ptr %data, i64 {k}\n"
+        f"  %data{k}.raw = load ptr, ptr %data{k}.slot\n"
+        f"  %data{k} = addrspacecast ptr %data{k}.raw to {buffer}\n"
+        for k in range(entry.data_buffers)
+    )
+    data = "".join(f", {buffer} %data{k}" for k in range(entry.data_buffers))
+    function = global_name(entry.name + WORKGROUP_FUNCTION_SUFFIX)
+    return f"""
+define void @{WORKGROUPS_FUNCTION}(ptr %printf, ptr %abort, ptr %data, i64 %begin, i64 %end, i64 %step,
+                                   i64 %invocations, i64 %size) {{
+entry:
+  %printf.buffer = addrspacecast ptr %printf to {buffer}
+  %abort.buffer = addrspacecast ptr %abort to {buffer}
+{loads}  %size.narrow = trunc i64 %size to i32
+  %empty = icmp uge i64 %begin, %end
+  br i1 %empty, label %done, label %loop
+loop:
+  %group = phi i64 [ %begin, %entry ], [ %next, %loop ]
+  %first = mul i64 %group, %size
+  %left = sub i64 %invocations, %first
+  %partial = icmp ult i64 %left, %size
+  %count = select i1 %partial, i64 %left, i64 %size
+  %first.narrow = trunc i64 %first to i32
+  %count.narrow = trunc i64 %count to i32
+  call void {function}({buffers}, i32 %first.narrow{data}, i32 %count.narrow, i32 %size.narrow)
+  %next = add i64 %group, %step
   %more = icmp ult i64 %next, %end
   br i1 %more, label %loop, label %done
 done:

@@ -16,7 +16,7 @@ from typing import Final, Literal, Protocol
 
 from metadata.errors import DprintfError
 
-from ..targets.target import Target
+from ..targets.target import NVPTX_BLOCK_THREADS, Target
 
 MAX_INVOCATIONS = 1 << 32  # invocation IDs are 32-bit: 0 .. 2^32 - 1
 DEFAULT_PRINTF_BUFFER_BYTES = 1 << 20
@@ -27,6 +27,11 @@ AUTO: Final = "auto"  # a printf buffer of the default size, then once more of t
 BufferSize = int | Literal["auto"]
 DEFAULT_ABORT_BUFFER_BYTES = 16 + (64 << 10)  # the proposal's minimum maxShaderAbortMessageSize
 DEFAULT_RUN_TIMEOUT_SECONDS = 60.0
+# Invocations k*N .. k*N+N-1 form workgroup k (SPEC 14): by default the nvptx device's thread block of
+# before workgroups, so that a run that names no size launches as it did; at most the 1,024 threads of
+# an NVIDIA thread block (and of an AMD workgroup).
+DEFAULT_WORKGROUP_SIZE = NVPTX_BLOCK_THREADS
+MAX_WORKGROUP_SIZE = 1024
 PRINTF_IMAGE, ABORT_IMAGE = 0, 1  # a launch's first images: printf, abort (then `slots` names them all)
 
 Image = bytes | bytearray | memoryview | mmap.mmap  # a buffer's bytes, as the harness gives them
@@ -101,10 +106,11 @@ class LiveRangeImages:
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads,
-    and the globals to set first. The images it is given are the printf and abort buffers, the entry's
-    data buffers in parameter order, then the images only runtime globals point at (the
-    features' counters and shadows, and the table of live ranges with its shadows,
+    """What a device runs: lowered IR, its entry, invocations `0 .. invocations-1` on `threads` threads
+    in workgroups of `workgroup_size` (the last one partial when the size does not divide the
+    invocations; SPEC 14), and the globals to set first. The images it is given are the printf and
+    abort buffers, the entry's data buffers in parameter order, then the images only runtime globals
+    point at (the features' counters and shadows, and the table of live ranges with its shadows,
     which the device fills in from `live_ranges`). `device_images` are those a device may keep in its
     own memory even when the code can abort (what they hold is lost with the device). `traps`: the code
     may end an invocation with a trap other than an abort's (`unreachable` reached under a check), so
@@ -122,6 +128,7 @@ class Launch:
     live_ranges: LiveRangeImages | None = None
     traps: bool = False
     sparse_images: tuple[int, ...] = ()
+    workgroup_size: int = DEFAULT_WORKGROUP_SIZE
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,9 +41,11 @@ from .device import (
     DEFAULT_ABORT_BUFFER_BYTES,
     DEFAULT_PRINTF_BUFFER_BYTES,
     DEFAULT_RUN_TIMEOUT_SECONDS,
+    DEFAULT_WORKGROUP_SIZE,
     DEVICE_MODULES,
     MAX_BUFFER_BYTES,
     MAX_INVOCATIONS,
+    MAX_WORKGROUP_SIZE,
     BufferSize,
     Device,
     DeviceError,
@@ -193,10 +195,11 @@ class RunResult:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How to run lowered code: the entry, the invocations and threads, the printf and abort buffers'
-    sizes (whole buffers in bytes, header included; the printf buffer's may be AUTO), the timeout, the
-    data buffers' initial contents in parameter order (SPEC 11) and how many of each one's first bytes
-    were given (a file's, for a check of reads of bytes never written, SPEC 13; None: all of them)."""
+    """How to run lowered code: the entry, the invocations, threads and workgroup size, the printf and
+    abort buffers' sizes (whole buffers in bytes, header included; the printf buffer's may be AUTO),
+    the timeout, the data buffers' initial contents in parameter order (SPEC 11) and how many of each
+    one's first bytes were given (a file's, for a check of reads of bytes never written, SPEC 13;
+    None: all of them)."""
 
     entry: str = "main"
     invocations: int = 1
@@ -206,6 +209,7 @@ class RunOptions:
     timeout: float = DEFAULT_RUN_TIMEOUT_SECONDS
     data_buffers: Sequence[Image] = ()
     initialised: Sequence[int] | None = None
+    workgroup_size: int = DEFAULT_WORKGROUP_SIZE
 
 
 def run_sources(sources: Sequence[Source], *, device: str | Device = "cpu", **options: Any) -> RunResult:
@@ -234,7 +238,12 @@ def run_lowered(lowered: LoweredModule, *, device: str | Device = "cpu", **run_o
     runs = get_target(chosen.target).name
     if lowered.target.name != runs:
         raise DeviceError(f"the {chosen.name} device runs code lowered for {runs}, not {lowered.target.name}")
-    _require_positive(invocations=run.invocations, threads=run.threads, timeout=run.timeout)
+    size = run.workgroup_size
+    _require_positive(
+        invocations=run.invocations, threads=run.threads, timeout=run.timeout, **{"workgroup size": size}
+    )
+    if size > MAX_WORKGROUP_SIZE:
+        raise DeviceError(f"a workgroup has at most {MAX_WORKGROUP_SIZE} invocations, not {size}")
     if run.invocations > MAX_INVOCATIONS:
         raise DeviceError(
             f"{run.invocations} invocations are more than the {MAX_INVOCATIONS} 32-bit IDs can number"
@@ -278,6 +287,7 @@ def _launch(
         plan.live_ranges,
         plan.traps,
         tuple(plan.sparse_images),
+        run.workgroup_size,
     )
     ran = device.run(launch, plan.slots.images)
     slots = plan.slots.with_images(ran.images, ran.written)

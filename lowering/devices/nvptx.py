@@ -5,7 +5,8 @@ The harness process compiles: it appends a kernel to the lowered module (`kernel
 backend (`kernel_ptx`). A worker process (`python -m lowering.devices.nvptx_worker`; a fresh interpreter, so
 the caller's CUDA state and threads do not matter), started while the harness lowers and already
 holding a CUDA context when the PTX is ready, loads it through the CUDA driver, launches one thread per
-invocation and copies the buffers back (see `nvptx_worker`). A GPU runs invocations concurrently: the
+invocation, a thread block a workgroup (SPEC 14: its threads share memory and meet at barriers), and
+copies the buffers back (see `nvptx_worker`). A GPU runs invocations concurrently: the
 order of the entries varies from run to run, and `--threads` has no meaning here.
 
 The device needs the NVIDIA driver (`libcuda.so.1`) and nothing else: no CuPy, no CUDA toolkit. Opening
@@ -67,6 +68,7 @@ class NvptxDevice(WorkerDevice):
         job = {
             "ptx": kernel_ptx(launch.ir, launch.entry, runtime_globals=names),
             "invocations": launch.invocations,
+            "block_threads": launch.workgroup_size,
             "printf_on_host": _may_abort(launch) or launch.traps,
             "data_buffers": launch.entry.data_buffers,
             "device_images": list(launch.device_images),

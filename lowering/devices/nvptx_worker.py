@@ -4,7 +4,8 @@ of `nvptx.kernel_ptx` on the first GPU through the CUDA driver (`cuda_driver`).
 It imports the standard library, the driver's bindings and the targets' table, not numpy, llvmlite or
 CuPy, and starts CUDA (`cuInit`, the primary context) as soon as it starts, before its job arrives: the
 harness makes the PTX meanwhile. Then it loads the PTX, puts the buffers where the kernel sees them,
-launches one thread per invocation and copies the buffers back into the shared file.
+launches one thread per invocation, a thread block a workgroup, and copies the buffers back into the
+shared file.
 
 Both buffer images live in the shared file. The abort buffer is used in place: its pages are pinned and
 mapped into the GPU's address space, so an abort record, fenced at system scope before the trap, is in
@@ -31,7 +32,7 @@ from .cuda_driver import (
 from .worker import Job, Unavailable, live_range_table, pointer_array, serve, whole_pages
 
 KERNEL_NAME = "dprintf_kernel"
-BLOCK_THREADS = NVPTX_BLOCK_THREADS
+BLOCK_THREADS = NVPTX_BLOCK_THREADS  # a thread block's, when the job names no workgroup size
 
 
 class Gpu:
@@ -57,6 +58,7 @@ class GpuRun:
         if not driver.attribute(ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, gpu.device):
             raise RuntimeError("the GPU cannot address registered host memory at its host address")
         self.invocations = job["invocations"]
+        self.block_threads = job.get("block_threads", BLOCK_THREADS)  # a workgroup a thread block
         self.host = ctypes.addressof(ctypes.c_char.from_buffer(memory))
         # (host, device, bytes, the pieces filled of a sparse image, else None) copied back after the run
         self.copies: list[tuple[int, int, int, list | None]] = []
@@ -127,10 +129,10 @@ class GpuRun:
         """Run every invocation, copy the device buffers back; the seconds the kernel took, by CUDA events."""
         driver = self.driver
         start, end = driver.event(), driver.event()
-        blocks = max(1, -(-self.invocations // BLOCK_THREADS))
+        blocks = max(1, -(-self.invocations // self.block_threads))
         buffers = [ctypes.c_uint64(address) for address in (self.printf, self.abort, *self.data)]
         driver.record(start)
-        driver.launch(self.kernel, blocks, BLOCK_THREADS, [*buffers, ctypes.c_uint32(self.invocations)])
+        driver.launch(self.kernel, blocks, self.block_threads, [*buffers, ctypes.c_uint32(self.invocations)])
         driver.record(end)
         driver.wait(end)
         for host, device, size, filled in self.copies:

@@ -3,7 +3,8 @@ through the contract of `feature.Feature`. A feature is one folder here (its pas
 reports) and one under `metadata/` (its table and decoding); adding one is a folder and a line below.
 
 The order is the metadata document's order of the features' tables, and the order their passes run in
-after inlining (validation before races, so that an access that fails its check is not recorded).
+after inlining (validation before races, so that an access that fails its check is not recorded;
+workgroups last, so that the cpu's workgroup functions hold what the others added).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from .instrumentation import Instrumentation
 from .printf_gates import PrintfGates
 from .races import Races
 from .validation import Validation
+from .workgroups import Workgroups
 
-FEATURES: tuple[Feature, ...] = (Validation(), Instrumentation(), Races(), PrintfGates())
+FEATURES: tuple[Feature, ...] = (Validation(), Instrumentation(), Races(), PrintfGates(), Workgroups())
 
 
 def feature_named(name: str) -> Feature:

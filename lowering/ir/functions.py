@@ -148,6 +148,18 @@ class Function:
         self._tokens = tokenize(self.header)
         self._name_index = _name_index(self._tokens)
 
+    def remove_attachment(self, kind: str) -> None:
+        """Drop the metadata attachment `kind` (`!dbg`) and its node from the header."""
+        tokens = self._tokens
+        kept = [
+            token
+            for index, token in enumerate(tokens)
+            if token[1] != kind and not (index and tokens[index - 1][1] == kind)
+        ]
+        self.header = text_of(kept)
+        self._tokens = tokenize(self.header)
+        self._name_index = _name_index(self._tokens)
+
     def add_attribute(self, word: str) -> None:
         """Give the function the attribute `word` (`alwaysinline`): after its parameters and any
         `unnamed_addr` and address space, where function attributes go."""
@@ -157,6 +169,20 @@ class Function:
             index = closing(tokens, index + 1) + 1 if tokens[index][1] == "addrspace" else index + 1
         self.header = f"{text_of(tokens, 0, index)} {word} {text_of(tokens, index)}"
         self._tokens = tokenize(self.header)
+
+    def rename_locals(self, renames: Mapping[str, str]) -> None:
+        """Rename the parameters, values and block labels that `renames` has (bare names) everywhere in
+        the function; an entry block printed without a label takes its new one."""
+        entry = self._entry_number() if self.blocks and self.blocks[0].label is None else None
+        self.header = Instruction(self.header).with_locals(renames).text
+        self._tokens = tokenize(self.header)
+        self._name_index = _name_index(self._tokens)
+        for block in self.blocks or ():
+            label = block.label if block.label is not None else entry
+            if label is not None and label in renames:
+                block.label = renames[label]
+            block.drop_label_comment()
+            block.instructions = [instruction.with_locals(renames) for instruction in block.instructions]
 
     def instructions(self) -> Iterator[tuple[Block, Instruction]]:
         for block in self.blocks or ():

@@ -7,10 +7,11 @@ once block). Before it (in the blocks an invocation can run before it reaches th
 in that block), nothing may wait on another invocation, which could be waiting at the barrier for it:
 
 - no call of a function (intrinsics, printf and abort aside), no inline assembly, no `invoke`;
-- no barrier of some of the block's threads or of a cluster, no `mbarrier`;
-- a barrier of the whole block or a warp-synchronous intrinsic (`bar.warp.sync`, `shfl.sync`, ...)
-  only in a once block: elsewhere some threads could meet it while others meet the printf's barrier
-  in its place, and the phases would pair out of step;
+- no barrier of some of the block's threads or of a cluster, no `mbarrier`, no AMDGPU split barrier;
+- a barrier of the whole block (NVPTX's, or AMDGPU's `s.barrier`, which a GPU target lowers to it) or
+  a warp-synchronous intrinsic (`bar.warp.sync`, `shfl.sync`, ...) only in a once block: elsewhere
+  some threads could meet it while others meet the printf's barrier in its place, and the phases
+  would pair out of step;
 - no loop that reads memory in a way meant to see other invocations' writes (atomic or volatile
   loads, read-modify-writes, fences): a loop of plain loads alone cannot wait on another invocation,
   for LLVM may assume no other thread writes what it reads.
@@ -31,8 +32,12 @@ from .calls import CALLEE_NAMES
 
 _CALLS = frozenset({"call", "invoke", "callbr"})
 _NEVER_WAIT = ("llvm.", *CALLEE_NAMES.values())  # callees that wait on no other invocation, but:
-_WAIT = re.compile(r"llvm\.nvvm\.(?:mbarrier\..*|barrier\.cluster\..*|barrier\.cta\..*\.count)")
-_SYNCHRONISE = re.compile(r"llvm\.nvvm\.(?:barrier\.cta\..*|bar\.warp\.sync|.*\.sync(?:\..*)?)")
+_WAIT = re.compile(
+    r"llvm\.nvvm\.(?:mbarrier\..*|barrier\.cluster\..*|barrier\.cta\..*\.count)|llvm\.amdgcn\.s\.barrier\..+"
+)
+_SYNCHRONISE = re.compile(
+    r"llvm\.nvvm\.(?:barrier\.cta\..*|bar\.warp\.sync|.*\.sync(?:\..*)?)|llvm\.amdgcn\.s\.barrier"
+)
 _READ_MODIFY_WRITES = frozenset({"atomicrmw", "cmpxchg"})
 
 # What an instruction does that could wait on another invocation (`_waiting`).

@@ -54,7 +54,12 @@ class CounterPlacement(enum.Enum):
 
 
 OUTLINED_CALLS_THRESHOLD = 32
-NVPTX_BLOCK_THREADS = 256  # the nvptx device's thread blocks, which its worker launches
+NVPTX_BLOCK_THREADS = 256  # the nvptx device's thread blocks by default, which its worker launches
+# An entry's workgroup function (SPEC 14), defined by a pass for a target whose device runs a
+# workgroup's invocations on one thread (cpu): `@"<entry>.workgroup"` takes the entry's parameters, its
+# invocation ID being the workgroup's first, then `i32 count` (the workgroup's invocations, fewer in a
+# partial last one) and `i32 size` (the workgroup size), and runs those invocations as one workgroup.
+WORKGROUP_FUNCTION_SUFFIX = ".workgroup"
 WARP_LANES = 32
 
 
@@ -101,6 +106,9 @@ class Target:
     `device_scope`: the `syncscope` of the whole device, None where the default (system) is it.
     `emits_objects`: `compile` writes an ELF object for it. `copies_returning_tails`: its assembly (PTX)
     gets short returning tails copied into the cold blocks that branch back to them (`ptx_tails`).
+    `workgroup_intrinsics`: the family of intrinsics (`nvvm`, `amdgcn`) its barriers and workgroup
+    indices lower to (SPEC 14); None where its device runs a workgroup's invocations on one thread,
+    through the entry's workgroup function (`WORKGROUP_FUNCTION_SUFFIX`).
     """
 
     name: str
@@ -124,6 +132,7 @@ class Target:
     device_scope: str | None = None
     emits_objects: bool = False
     copies_returning_tails: bool = False
+    workgroup_intrinsics: str | None = None
 
     @property
     def buffer_type(self) -> str:
@@ -161,6 +170,7 @@ TARGETS: dict[str, Target] = {
             global_address_space=1,
             device_scope="agent",
             emits_objects=True,
+            workgroup_intrinsics="amdgcn",
         ),
         Target(
             "nvptx",
@@ -188,6 +198,7 @@ TARGETS: dict[str, Target] = {
             races_per_warp=True,
             device_scope="device",
             copies_returning_tails=True,
+            workgroup_intrinsics="nvvm",
         ),
     )
 }

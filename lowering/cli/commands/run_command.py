@@ -104,6 +104,7 @@ def run_input(args: argparse.Namespace, **options: Any) -> RunResult:
         entry=args.entry,
         invocations=args.invocations,
         threads=args.threads,
+        workgroup_size=args.workgroup_size,
         buffer_size=args.buffer_size,
         abort_buffer_size=args.abort_buffer_size,
         timeout=args.timeout,
