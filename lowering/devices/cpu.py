@@ -198,9 +198,9 @@ def _set_globals(engine: llvm.ExecutionEngine, runtime_globals: list[dict], addr
             ctypes.memmove(address, value, len(value))
 
 
-def _range_driver(entry: EntryPoint) -> str:
-    """IR for `RANGE_FUNCTION(printf, abort, data, begin, end, step)`: `entry` for begin, begin+step, ...
-    < end; `data` points at the data buffers' addresses, in parameter order."""
+def _entry_operands(entry: EntryPoint) -> tuple[str, str, str]:
+    """What a driver passes `entry`: its printf (and abort) buffer operands, the instructions loading its
+    data buffers from `%data` (their addresses, in parameter order), and those buffers' operands."""
     buffer = TARGET.buffer_type
     buffers = f"{buffer} %printf.buffer"
     if entry.takes_abort_buffer:
@@ -212,6 +212,14 @@ def _range_driver(entry: EntryPoint) -> str:
         for k in range(entry.data_buffers)
     )
     data = "".join(f", {buffer} %data{k}" for k in range(entry.data_buffers))
+    return buffers, loads, data
+
+
+def _range_driver(entry: EntryPoint) -> str:
+    """IR for `RANGE_FUNCTION(printf, abort, data, begin, end, step)`: `entry` for begin, begin+step, ...
+    < end; `data` points at the data buffers' addresses, in parameter order."""
+    buffer = TARGET.buffer_type
+    buffers, loads, data = _entry_operands(entry)
     return f"""
 define void @{RANGE_FUNCTION}(ptr %printf, ptr %abort, ptr %data, i64 %begin, i64 %end, i64 %step) {{
 entry:
@@ -243,16 +251,7 @@ def _workgroups_driver(entry: EntryPoint) -> str:
     entry's workgroup function for workgroups begin, begin+step, ... < end, each of `size` invocations
     but the last, which has what is left of `invocations`."""
     buffer = TARGET.buffer_type
-    buffers = f"{buffer} %printf.buffer"
-    if entry.takes_abort_buffer:
-        buffers += f", {buffer} %abort.buffer"
-    loads = "".join(
-        f"  %data{k}.slot = getelementptr ptr, ptr %data, i64 {k}\n"
-        f"  %data{k}.raw = load ptr, ptr %data{k}.slot\n"
-        f"  %data{k} = addrspacecast ptr %data{k}.raw to {buffer}\n"
-        for k in range(entry.data_buffers)
-    )
-    data = "".join(f", {buffer} %data{k}" for k in range(entry.data_buffers))
+    buffers, loads, data = _entry_operands(entry)
     function = global_name(entry.name + WORKGROUP_FUNCTION_SUFFIX)
     return f"""
 define void @{WORKGROUPS_FUNCTION}(ptr %printf, ptr %abort, ptr %data, i64 %begin, i64 %end, i64 %step,
