@@ -6,9 +6,11 @@ and keeps the rest), never an exception from deep inside the decoder.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import DprintfError
+
+T = TypeVar("T")  # what a row is read as (`usable_rows`)
 
 _MISSING = object()
 _SHOWN_CHARACTERS = 60
@@ -56,6 +58,18 @@ def list_of(accepts: Accepts) -> Accepts:
 def rows(table: dict[Any, Any], key: str) -> list[Any]:
     """The list under `key` of a table (empty when absent); RowError when it is not a list."""
     return field(table, key, lambda value: isinstance(value, list), "a list", [])
+
+
+def usable_rows(rows: list[Any], read: Callable[[Any], T], where: str, warnings: list[str]) -> list[T]:
+    """Each of `rows` read by `read`; a row it refuses (RowError) left out, with a warning naming it as
+    `where[N]`."""
+    found = []
+    for number, row in enumerate(rows):
+        try:
+            found.append(read(row))
+        except RowError as failure:
+            warnings.append(f"{where}[{number}] is not used: {failure}")
+    return found
 
 
 def shown(value: Any) -> str:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DprintfError
-from ..table_rows import RowError, integer, is_text, list_of, rows, shown
+from ..table_rows import RowError, integer, is_text, list_of, rows, shown, usable_rows
 from ..table_rows import field as row_field
 from ..validation.table import Site, Unchecked
 
@@ -230,12 +230,7 @@ class RaceTable:
                     f"{RACES_KEY} .buffers[{number}] is not used: buffer {buffer.buffer} is an earlier "
                     "row's, which is kept"
                 )
-        unrecorded = []
-        for number, row in enumerate(unrecorded_rows):
-            try:
-                unrecorded.append(Unchecked.from_map(row))
-            except RowError as failure:
-                warnings.append(f"{RACES_KEY} .unrecorded[{number}] is not used: {failure}")
+        unrecorded = usable_rows(unrecorded_rows, Unchecked.from_map, f"{RACES_KEY} .unrecorded", warnings)
         return cls(sites, tuple(buffers.values()), site_bits, tuple(unrecorded), tuple(warnings))
 
 

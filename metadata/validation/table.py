@@ -24,7 +24,7 @@ from ..errors import DprintfError
 from ..ids import format_string_id
 from ..layout import FLOAT, Layout, parse_layout, sixty_four_bit_mask
 from ..table import FormatEntry, FormatTable, TableEntry
-from ..table_rows import RowError, integer, is_text, list_of, optional, rows, shown
+from ..table_rows import RowError, integer, is_text, list_of, optional, rows, shown, usable_rows
 from ..table_rows import field as row_field
 from ..wire import ID_MASK, entry_dwords
 from .checks import BOUNDS, FP_CONVERSIONS, INIT, RANGE, UB, UNREACHABLE
@@ -313,18 +313,8 @@ class ValidationTable:
                     f"{VALIDATION_KEY} .sites[{number}] is not used: its ID {site.index:#014x} is an earlier "
                     "site's, which is kept"
                 )
-        unchecked = []
-        for number, row in enumerate(unchecked_rows):
-            try:
-                unchecked.append(Unchecked.from_map(row))
-            except RowError as failure:
-                warnings.append(f"{VALIDATION_KEY} .unchecked[{number}] is not used: {failure}")
-        claims = []
-        for number, row in enumerate(claim_rows):
-            try:
-                claims.append(Claim.from_map(row))
-            except RowError as failure:
-                warnings.append(f"{VALIDATION_KEY} .dereferenceable[{number}] is not used: {failure}")
+        unchecked = usable_rows(unchecked_rows, Unchecked.from_map, f"{VALIDATION_KEY} .unchecked", warnings)
+        claims = usable_rows(claim_rows, Claim.from_map, f"{VALIDATION_KEY} .dereferenceable", warnings)
         return cls(
             tuple(sites.values()),
             tuple(unchecked),
