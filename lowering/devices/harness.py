@@ -327,6 +327,7 @@ def _plan(module: llvm.ModuleRef, lowered: LoweredModule, run: RunOptions, buffe
             RuntimeGlobal(DATA_SIZES_GLOBAL, value=sizes, ir_type=f"[{len(run.data_buffers)} x i64]"),
         ],
         entry=run.entry,
+        workgroup_size=run.workgroup_size,
     )
     for feature, part in _enabled_parts(lowered):
         feature.plan_run(part, plan)

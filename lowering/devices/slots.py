@@ -101,6 +101,7 @@ class LaunchPlan:
     notes: list[str] = field(default_factory=list)  # what a feature says of the launch, as warnings
     sparse_images: list[int] = field(default_factory=list)  # touched in few places (`Launch`)
     entry: str = "main"  # the entry function the launch runs
+    workgroup_size: int = 1  # the launch's invocations a workgroup
 
     def has_global(self, name: str) -> bool:
         """Whether the lowered module has the global `name` (defined or declared)."""

@@ -71,6 +71,7 @@ class Family:
     queries: dict[Kind, str | None]
     scope: str
     own: re.Pattern[str]  # the names of the family's intrinsics, kept as they are on its targets
+    checks_divergence: bool = False
 
     def query(self, construct: Construct) -> str | None:
         spelled = self.queries.get(construct.kind)
@@ -90,6 +91,7 @@ NVVM = Family(
     },
     "block",
     re.compile(r"llvm\.nvvm\..*"),
+    checks_divergence=True,
 )
 AMDGCN = Family(
     "amdgcn",
