@@ -25,9 +25,10 @@ gpu = pytest.mark.skipif(not GPUS, reason=f"needs an NVIDIA GPU: {NO_GPU}")
 LAYOUT = "e-m:e-p3:32:32-i64:64-n8:16:32:64-S128"
 
 
-def kernel(
-    body: str, shared: str = "@tile = internal addrspace(3) global [256 x i32] undef, align 4\n"
-) -> str:
+TILE = "@tile = internal addrspace(3) global [256 x i32] undef, align 4\n"
+
+
+def kernel(body: str, shared: str = TILE) -> str:
     """`@main(printf, id)` with `body` after `%local` (the invocation's index in its workgroup)."""
     return (
         shared
@@ -158,6 +159,24 @@ def test_what_cannot_be_checked_is_counted_unchecked_with_why(shared, pointer, r
     text = kernel(pointer + "  store i32 %id, ptr addrspace(3) %p, align 4\n", shared)
     table = table_of(lower_sources([Source("test.ll", text)], "nvptx", validate=True), "validation")
     assert not table.sites and [(row.count, row.reason) for row in table.unchecked] == [(1, reason)]
+
+
+def test_an_access_through_a_shared_pointer_parameter_of_a_function_not_inlined_is_counted():
+    put = (
+        TILE + "define void @put(ptr addrspace(3) %p, i32 %v) noinline {\n"
+        "  store i32 %v, ptr addrspace(3) %p, align 4\n  ret void\n}\n"
+    )
+    body = (
+        "  %p = getelementptr i32, ptr addrspace(3) @tile, i32 %local\n"
+        "  call void @put(ptr addrspace(3) %p, i32 %id)\n"
+    )
+    table = table_of(
+        lower_sources([Source("test.ll", kernel(body, put))], "nvptx", validate=True), "validation"
+    )
+    assert not table.sites
+    assert [(row.function, row.count, row.reason) for row in table.unchecked] == [
+        ("put", 1, "a pointer into shared memory that derives from no one shared global")
+    ]
 
 
 def test_amdgpu_shared_pointers_of_32_bits_give_a_signed_offset():

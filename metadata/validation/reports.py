@@ -130,9 +130,10 @@ class SiteReport:
             if site.buffer < 0
             else f"buffer {site.buffer} ({site.buffer_name}, {self.buffer_bytes} bytes)"
         )
+        offsets = _span("offset", self.least_offset, self.greatest_offset)
         return (
-            f"out-of-bounds {_access(site)} {direction} {buffer} at "
-            f"{_span('offset', self.least_offset, self.greatest_offset)} in {site.where()}: {_invocations(self)}"
+            f"out-of-bounds {_access(site)} {direction} {buffer} at {offsets} in {site.where()}: "
+            f"{_invocations(self)}"
         )
 
     def document(self) -> dict[str, Any]:

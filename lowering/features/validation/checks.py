@@ -453,6 +453,8 @@ class _ModuleChecks(_AccessChecks):
             frame = frames.get(function.name)
             if frame is not None:
                 self.run_on(function, frame)
+            elif BOUNDS in self.checks and self.shared:
+                self._count_shared(function)
         for function in self.module.definitions():
             frame = frames.get(function.name)
             if frame is not None and frame.prologue and function.blocks:
@@ -474,6 +476,19 @@ class _ModuleChecks(_AccessChecks):
             if UB in self.checks and (opcode in UB_OPCODES or opcode == UNREACHABLE):
                 return True
         return False
+
+    def _unattributed(self, function: Function, instruction: Instruction) -> None:
+        """An access through a shared-memory pointer that derives from no one shared global (a select of
+        two, a parameter of a function not inlined): unchecked, and counted."""
+        self.unchecked[function.name, source_of(self.module, instruction), _SHARED_UNKNOWN] += 1
+
+    def _count_shared(self, function: Function) -> None:
+        """The accesses through shared-memory pointers of a function without checks (`needs_checks`:
+        none derives from a shared global), each counted unchecked."""
+        for _, instruction in function.instructions():
+            for access in accesses(instruction, self.sizes):
+                if access.pointer_type == SHARED_POINTER_TYPE:
+                    self._unattributed(function, instruction)
 
     def _pointers(self, function: Function) -> SharedPointers:
         """The pointers of `function` that derive from a shared global, as the pass found it (for
@@ -505,9 +520,7 @@ class _ModuleChecks(_AccessChecks):
                             CheckedAccess(function, frame, instruction, access, None, None, pointer), {}
                         )
                     elif access.pointer_type == SHARED_POINTER_TYPE:
-                        self.unchecked[
-                            function.name, source_of(self.module, instruction), _SHARED_UNKNOWN
-                        ] += 1
+                        self._unattributed(function, instruction)
             if UB in self.checks and instruction.opcode in UB_OPCODES:
                 self._undefined(function, frame, instruction, definitions)
             if UB in self.checks and instruction.opcode == UNREACHABLE and not self._ends_call(previous):
