@@ -103,7 +103,7 @@ class LaunchPlan:
     notes: list[str] = field(default_factory=list)  # what a feature says of the launch, as warnings
     sparse_images: list[int] = field(default_factory=list)  # touched in few places (`Launch`)
     entry: str = "main"  # the entry function the launch runs
-    workgroup_size: int = 1  # the launch's (SPEC 14)
+    workgroup_size: int = 1  # the launch's invocations a workgroup
     asked: Mapping[str, Any] = field(default_factory=dict)  # a relaunch: what each feature asked of it
 
     def has_global(self, name: str) -> bool:
