@@ -17,6 +17,11 @@ With barrier epochs (`metadata.races.table`) each copy is read so: copy 0 with "
 where the rules above say "different invocations", each epoch's copy as above. A word races in a kind
 when any copy says so; its example pair is copy 0's when copy 0 says so, else that of the lowest epoch
 that does: a function of the set of (access, epoch).
+
+A shared global's shadow (SPEC 14) holds one instance a workgroup: its racing words are reported at
+their offsets in the instance (the least and greatest over the workgroups), counted over every
+workgroup, with the number of workgroups that race and the example's (that of the lowest word, in the
+lowest workgroup).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from .table import (
     ShadowError,
     shadow_groups,
     shadow_words,
+    shared_instance_words,
 )
 
 _Sides = tuple[np.ndarray, np.ndarray, np.ndarray]  # present, least, greatest packed values per word
@@ -229,9 +235,19 @@ class RaceAccess:
 
 
 @dataclass(frozen=True, slots=True)
+class SharedRace:
+    """Where a race of shared memory is: the workgroup of its example pair and the workgroups whose
+    instance races (of this kind and pair of sites)."""
+
+    workgroup: int
+    workgroups: int
+
+
+@dataclass(frozen=True, slots=True)
 class RaceReport:
     """The racing words of one buffer, kind and pair of sites: their offset range and number, and an
-    example pair of invocations (that of the lowest word)."""
+    example pair of invocations (that of the lowest word). For a shared global (`shared`), the buffer
+    is its shadow's position, `buffer_bytes` its size and the offsets in its instances."""
 
     kind: str
     buffer: int
@@ -242,9 +258,11 @@ class RaceReport:
     first: RaceAccess
     second: RaceAccess
     words: int
+    shared: SharedRace | None = None
 
     def line(self) -> str:
-        """The `error:` line of SPEC section 12, without the prefix."""
+        """The `error:` line of SPEC section 12, without the prefix; of shared memory (SPEC 14) naming
+        `shared @name` for the buffer, the example's workgroup and the workgroups that race."""
         offsets = (
             f"offset {self.least_offset}"
             if self.least_offset == self.greatest_offset
@@ -253,6 +271,11 @@ class RaceReport:
         words = "1 word" if self.words == 1 else f"{self.words:,} words"
         buffer = f"buffer {self.buffer} ({self.buffer_name}, {self.buffer_bytes} bytes)"
         pair = f"{self.first.describe()} and {self.second.describe()}"
+        if self.shared is not None:
+            buffer = f"shared {self.buffer_name} ({self.buffer_bytes} bytes)"
+            pair += f" of workgroup {self.shared.workgroup}"
+            count = self.shared.workgroups
+            words += f" in {count:,} workgroup{'' if count == 1 else 's'}"
         return f"{self.kind} on {buffer} at {offsets}: {pair}: {words}"
 
     def to_document(self) -> dict[str, Any]:
@@ -265,6 +288,15 @@ class RaceReport:
             "words": self.words,
             "first": self.first.to_document(),
             "second": self.second.to_document(),
+            **(
+                {}
+                if self.shared is None
+                else {
+                    "shared": True,
+                    "workgroup": self.shared.workgroup,
+                    "workgroups": self.shared.workgroups,
+                }
+            ),
             "message": self.line(),
         }
 
@@ -358,6 +390,8 @@ def _group(
     if not len(words):
         return []
     keys = _site(table, first).astype(np.int64) * len(table.sites) + _site(table, second)
+    if shadow.buffer.shared is not None:
+        return _shared_group(table, shadow, kind, keys, words, first, second)
     offsets = words * WORD_BYTES
     return [
         RaceReport(
@@ -373,6 +407,40 @@ def _group(
         )
         for lowest, highest, count in _runs(keys)
     ]
+
+
+def _shared_group(
+    table: RaceTable,
+    shadow: Shadow,
+    kind: str,
+    keys: np.ndarray,
+    words: np.ndarray,
+    first: np.ndarray,
+    second: np.ndarray,
+) -> list[RaceReport]:
+    """`_group` for a shared global's shadow: offsets in the instance, the workgroups counted."""
+    shared = shadow.buffer.shared
+    assert shared is not None
+    instance = shared_instance_words(shared)
+    groups, offsets = np.divmod(words, instance)
+    reports = []
+    for where in positions_by_key(keys, None):
+        lowest = int(where[0])
+        reports.append(
+            RaceReport(
+                kind,
+                shadow.buffer.buffer,
+                shadow.buffer.name,
+                shared,
+                int(offsets[where].min()) * WORD_BYTES,
+                int(offsets[where].max()) * WORD_BYTES,
+                _access(table, int(first[lowest])),
+                _access(table, int(second[lowest])),
+                len(where),
+                SharedRace(int(groups[lowest]), len(np.unique(groups[where]))),
+            )
+        )
+    return reports
 
 
 def _runs(keys: np.ndarray) -> list[tuple[int, int, int]]:
@@ -416,7 +484,9 @@ def epochs_left_out(shadows: Iterable[Shadow]) -> str | None:
     if not over:
         return None
     kept, reached = len(over[0].epochs), max(shadow.epochs_reached for shadow in over)
+    shared = sorted(f"shared {shadow.buffer.name}" for shadow in over if shadow.buffer.shared is not None)
     return (
         f"--races kept {kept} barrier epochs and the invocations reached {reached}: an access of epoch "
         f"{kept} or later was checked against other workgroups' only, not within its own workgroup"
+        + (f" (one of {', '.join(shared)}, which no other workgroup shares, not at all)" if shared else "")
     )

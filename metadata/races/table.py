@@ -57,6 +57,15 @@ more copies. A word races if copy 0 says so where two accesses are of different 
 // workgroupSize; a workgroup's invocations are consecutive, so its least and greatest keys still find
 such a pair whenever there is one), or if an epoch copy says so where two are of different
 invocations. Without barriers the header and the one copy are those above, unchanged.
+
+Shared memory (SPEC 14). A shared global (`addrspace(3)`) of S bytes that some site writes or accesses
+atomically has a shadow too: a pseudo buffer of one instance a workgroup, I = ceil(S / 4) words each,
+workgroup w's at word w * I (`bufferBytes` = 4 * I * workgroups, `shared_instance_words`), pointed at by
+`@lgc.races.shadow[K + s]` (K the data buffers, s its place among the shadowed shared globals), its row
+in `.buffers` with `.shared: S` and its IR name (`@tile`). No two workgroups share an instance, so any
+two accesses of one word are of one workgroup: without barriers the one copy is read as a data buffer's
+(by invocation), and with barriers only the epoch copies are recorded (copy 0 stays empty). A word
+outside its instance (an access past the global) is never recorded. Older tables have no `.shared`.
 """
 
 from __future__ import annotations
@@ -111,6 +120,11 @@ def shadow_words(buffer_bytes: int) -> int:
     return -(-buffer_bytes // WORD_BYTES)
 
 
+def shared_instance_words(shared_bytes: int) -> int:
+    """I, the words of one workgroup's instance of a shared global of `shared_bytes` in its shadow."""
+    return shadow_words(shared_bytes)
+
+
 def shadow_groups(buffer_bytes: int) -> int:
     """G, the groups of WARP_WORDS words a warp's record stands for."""
     return -(-shadow_words(buffer_bytes) // WARP_WORDS)
@@ -151,11 +165,13 @@ class RaceSite:
 @dataclass(frozen=True, slots=True)
 class ShadowBuffer:
     """A data buffer with a shadow: its position among the entry's data buffers, its IR name and the
-    classes of access its shadow records (its rows, in CLASSES order)."""
+    classes of access its shadow records (its rows, in CLASSES order); or a shared global's pseudo
+    buffer, its position after the data buffers, `shared` its bytes (one workgroup's instance)."""
 
     buffer: int
     name: str
     classes: tuple[str, ...]
+    shared: int | None = None
 
     @property
     def mask(self) -> int:
@@ -181,7 +197,8 @@ class ShadowBuffer:
         return EPOCHS_HEADER.pack(buffer_bytes, self.buffer, self.mask, epochs, workgroup_size, 0)
 
     def to_map(self) -> dict[str, Any]:
-        return {".buffer": self.buffer, ".name": self.name, ".classes": list(self.classes)}
+        found = {".buffer": self.buffer, ".name": self.name, ".classes": list(self.classes)}
+        return found if self.shared is None else {**found, ".shared": self.shared}
 
     @classmethod
     def from_map(cls, found: Any) -> ShadowBuffer:
@@ -197,7 +214,12 @@ class ShadowBuffer:
             raise RowError(
                 f"its .classes {classes} are not some of {', '.join(CLASSES)}, once each, in this order"
             )
-        return cls(position, name, tuple(classes))
+        shared = (
+            row_field(found, ".shared", integer(1, (1 << 32) - 1), "a shared global's bytes")
+            if ".shared" in found
+            else None
+        )
+        return cls(position, name, tuple(classes), shared)
 
 
 @dataclass(frozen=True)

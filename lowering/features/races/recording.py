@@ -39,13 +39,19 @@ raising the header's `epochsReached`. The workgroups pass runs after this one: o
 is an invocation's own memory like any `alloca` across a barrier, on a GPU a register. A barrier in a
 function still called (not inlined into an entry) is not counted: a warning says so. A module without
 barriers is recorded as it was before epochs.
+
+Shared memory (SPEC 14, `shared`). An access through a pointer that derives from one shared global
+(`services.shared_memory`), in an entry, is recorded too, into the global's shadow of one instance a
+workgroup (`@lgc.races.shadow[K + s]`), at its offset in the workgroup's instance, by
+`@races.shared.word` or `@races.shared.range`; with barrier epochs into its epoch's copy only. A module
+without shared globals is recorded as it was before.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from metadata.races.table import (
     ATOMIC,
@@ -68,15 +74,34 @@ from ...ir.instructions import Instruction
 from ...ir.lexer import global_name
 from ...ir.module import Module
 from ...services import masked_lanes
-from ...services.buffer_accesses import Access, TypeSizes, accesses, derivations, entries, source_of
+from ...services.buffer_accesses import (
+    Access,
+    TypeSizes,
+    accesses,
+    all_entries,
+    derivations,
+    entries,
+    source_of,
+)
 from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
 from ...services.direct_calls import DirectCalls
 from ...services.printf_sites import ID_PARAMETER
+from ...services.shared_memory import SHARED_POINTER_TYPE, SharedGlobal, SharedPointers, shared_globals
 from ...services.warp_aggregation import SHUFFLE_WHOLE_WARP
 from ...targets.machines import alloca_address_space, module_layout
 from ...targets.target import Target
+from ..workgroups.constructs import WORKGROUP_INDEX
 from . import NAME
 from .epochs import Barriers, copy_lines, epoch_helpers
+from .shared import (
+    ONE_WORD_BYTES,
+    SHARED_NOT_IN_ENTRY,
+    SHARED_UNKNOWN,
+    SharedRecords,
+    shared_helpers,
+    shared_parameters,
+    shared_shadows,
+)
 
 _WORD_SHIFT = WORD_BYTES.bit_length() - 1
 _GROUP_SHIFT = WARP_WORDS.bit_length() - 1
@@ -89,7 +114,6 @@ _WARP_INTRINSICS = [
     "i32 @llvm.nvvm.shfl.sync.idx.i32(i32, i32, i32, i32)",
     "i1 @llvm.nvvm.vote.all.sync(i32, i1)",
 ]
-_ONE_WORD_BYTES = frozenset({1, 2, 4})  # sizes that stay inside one word when aligned to themselves
 # Why an access is not recorded (`.unrecorded`'s `.reason`).
 NOT_PASSED = (
     "in a function not inlined that cannot be given the invocation (its address is taken, or a caller's)"
@@ -116,7 +140,9 @@ class _Frame:
 @dataclass(frozen=True, slots=True)
 class _Found:
     """An access to record: its function, block and instruction, its frame, its buffer (None: no one
-    data buffer explains its pointer, so it is recorded against each, inside its bounds) and class."""
+    data buffer explains its pointer, so it is recorded against each, inside its bounds) and class;
+    for one of shared memory its global, and its buffer the position of the global's shadow (-1 until
+    it has one)."""
 
     function: Function
     block: Block
@@ -125,6 +151,7 @@ class _Found:
     access: Access
     buffer: int | None
     access_class: str
+    shared: SharedGlobal | None = None
 
     def buffers(self) -> range | tuple[int]:
         """The data buffers it may touch."""
@@ -134,9 +161,13 @@ class _Found:
 def record(module: Module, target: Target, prefix: str, warnings: list[str] | None = None) -> RaceTable:
     """Record the accesses of `module`'s entries that can race (see the module docstring); the table.
     Names it adds start with `prefix`; a barrier not counted as an epoch is said in `warnings`."""
-    finder = _Finder(module, prefix, TypeSizes(module_layout(target.name)[1]))
+    sizes = TypeSizes(module_layout(target.name)[1])
+    finder = _Finder(module, prefix, sizes)
     found, unrecorded = finder.find()
-    buffers = _shadowed(found, _buffer_names(module))
+    names = _buffer_names(module)
+    buffers = _shadowed([item for item in found if item.shared is None], names)
+    found, shared = _shared_shadowed(found, len(names))
+    buffers.update(shared)
     recorded = [item for item in found if any(k in buffers for k in item.buffers())]
     sites = tuple(_site(module, number, item) for number, item in enumerate(recorded))
     barriers = Barriers(module, finder.entries) if recorded else None
@@ -154,7 +185,8 @@ def record(module: Module, target: Target, prefix: str, warnings: list[str] | No
     )
     if recorded:
         count = max(len(item.frame.bases) for item in found)  # K of `[K x ptr]`
-        _Recording(module, target, prefix, table, count).add(recorded)
+        count = max([count, *(1 + position for position in shared)])  # K + S with shared memory
+        _Recording(module, target, prefix, table, count, sizes).add(recorded)
         if table.epochs is not None:
             assert barriers is not None
             barriers.count(prefix, target)
@@ -166,7 +198,9 @@ class _Finder:
 
     def __init__(self, module: Module, prefix: str, sizes: TypeSizes) -> None:
         self.module, self.prefix, self.sizes = module, prefix, sizes
-        self.entries = {entry.function.name: entry for entry in entries(module, RUNTIME_BUFFER_TYPE)}
+        self.shared = shared_globals(module, sizes)
+        found = (all_entries if self.shared else entries)(module, RUNTIME_BUFFER_TYPE)  # shared: any entry
+        self.entries = {entry.function.name: entry for entry in found}
         self.references = module.reference_counts()
         self.unrecorded: Counter[tuple[str, str | None, str]] = Counter()
 
@@ -174,31 +208,66 @@ class _Finder:
         """Every buffer-space access of the entries and of the functions they still call, with the data
         buffer it derives from where one does. The pipeline's own accesses (through pointers it named
         with the prefix: validation's reads of its table of live ranges) are not the shader's."""
-        pending: list[tuple[Function, Block, Instruction, Access, int | None]] = []
+        pending: list[tuple[Function, Block, Instruction, Access, int | None, SharedGlobal | None]] = []
+        shared = self.shared
         for function in self.module.definitions():
             entry = self.entries.get(function.name)
             if entry is None and self.references[function.name] <= 1:
                 continue  # called from nowhere (inlined everywhere): its copies are recorded
             roots = derivations(function, entry) if entry is not None else {}
+            pointers = SharedPointers(function, shared, self.sizes) if shared else None
             for block, instruction in function.instructions():
                 for access in accesses(instruction, self.sizes):
                     pointer = access.pointer
-                    if access.pointer_type != RUNTIME_BUFFER_TYPE or pointer.startswith(f"%{self.prefix}"):
+                    if pointer.startswith(f"%{self.prefix}"):
                         continue
+                    global_ = None
+                    if access.pointer_type != RUNTIME_BUFFER_TYPE:
+                        global_ = self._shared(function, instruction, access, pointers, entry is not None)
+                        if global_ is None:
+                            continue
                     if access.bytes is None:
                         self._unrecorded(function, instruction, SIZE_UNKNOWN)
                         continue
-                    pending.append((function, block, instruction, access, roots.get(pointer)))
+                    root = roots.get(pointer) if global_ is None else -1
+                    pending.append((function, block, instruction, access, root, global_))
         frames = self._frames({function.name for function, *_ in pending})
         found = []
-        for function, block, instruction, access, root in pending:
+        for function, block, instruction, access, root, global_ in pending:
             frame = frames.get(function.name)
             if frame is None:
                 self._unrecorded(function, instruction, NOT_PASSED)
                 continue
             access_class = ATOMIC if access.atomic else WRITE if access.writes else READ
-            found.append(_Found(function, block, instruction, frame, access, root, access_class))
+            found.append(_Found(function, block, instruction, frame, access, root, access_class, global_))
         return found, self.unrecorded
+
+    def _shared(
+        self,
+        function: Function,
+        instruction: Instruction,
+        access: Access,
+        pointers: SharedPointers | None,
+        in_entry: bool,
+    ) -> SharedGlobal | None:
+        """The shared global an access of no data buffer's space is recorded against; None when it is not
+        (an access of other memory, or one counted unrecorded here with why)."""
+        found = pointers.of(access.pointer) if pointers is not None else None
+        if found is None:
+            if pointers is not None and access.pointer_type == SHARED_POINTER_TYPE:
+                self._unrecorded(function, instruction, SHARED_UNKNOWN)
+            return None
+        why = (
+            f"{found.shared.label} is {found.shared.unsized}"
+            if found.shared.bytes is None
+            else None
+            if in_entry
+            else SHARED_NOT_IN_ENTRY
+        )
+        if why is not None:
+            self._unrecorded(function, instruction, why)
+            return None
+        return found.shared
 
     def _unrecorded(self, function: Function, instruction: Instruction, reason: str) -> None:
         self.unrecorded[function.name, source_of(self.module, instruction), reason] += 1
@@ -218,7 +287,9 @@ class _Finder:
         while changed:  # leave out a function with a caller that cannot pass the values
             kept = {name for name in passable if calls.callers([name]) <= passable | set(self.entries)}
             changed, passable = kept != passable, kept
-        common = min((len(entry.data_buffers) for entry in self.entries.values()), default=0)
+        common = min(
+            (len(entry.data_buffers) for entry in self.entries.values() if entry.data_buffers), default=0
+        )
         bases = tuple(f"%{self.prefix}races.base{k}" for k in range(common))
         invocation = f"%{self.prefix}{ID_PARAMETER}"
         frames.update({name: _Frame(invocation, bases, passed=True) for name in passable})
@@ -253,11 +324,32 @@ def _shadowed(found: list[_Found], names: tuple[str, ...]) -> dict[int, ShadowBu
     }
 
 
+def _shared_shadowed(found: list[_Found], first: int) -> tuple[list[_Found], dict[int, ShadowBuffer]]:
+    """The accesses with each shared one given its global's shadow's position (where the global has a
+    shadow: some site writes it or is atomic), and those shadows by position, from `first`."""
+    classes: dict[SharedGlobal, set[str]] = {}
+    for item in found:
+        if item.shared is not None:
+            classes.setdefault(item.shared, set()).add(item.access_class)
+    shadows = shared_shadows(classes, first)
+    placed = [
+        replace(item, buffer=shadows[item.shared.reference].buffer)
+        if item.shared is not None and item.shared.reference in shadows
+        else item
+        for item in found
+    ]
+    return placed, {shadow.buffer: shadow for shadow in shadows.values()}
+
+
 def _site(module: Module, number: int, item: _Found) -> RaceSite:
     access = item.access
     size = access.bytes if isinstance(access.bytes, int) else None
     buffer = item.buffer if item.buffer is not None else -1
-    name = item.frame.bases[item.buffer] if item.buffer is not None else ""
+    name = ""
+    if item.shared is not None:
+        name = item.shared.label
+    elif item.buffer is not None:
+        name = item.frame.bases[item.buffer]
     source = source_of(module, item.instruction)
     site = Site(number, access.kind, size, buffer, name, item.function.name, source)
     return RaceSite(site, item.access_class)
@@ -305,7 +397,9 @@ class _Recording:
     """The records of one module: each recording function's prologue, a call after each recorded
     access, the helpers and the runtime global."""
 
-    def __init__(self, module: Module, target: Target, prefix: str, table: RaceTable, count: int) -> None:
+    def __init__(
+        self, module: Module, target: Target, prefix: str, table: RaceTable, count: int, sizes: TypeSizes
+    ) -> None:
         self.module = module
         self.table = table
         self.prefix = prefix
@@ -314,6 +408,7 @@ class _Recording:
         self.count = count
         self.per_warp = target.races_per_warp
         self.epochs = table.epochs is not None
+        self.shared = SharedRecords(self.names, self.shadow_type, sizes, self.epochs)
         space = alloca_address_space(target.name)
         self.counter = f"{f'ptr addrspace({space})' if space else 'ptr'} %{names_of(prefix)}epoch"
 
@@ -337,8 +432,13 @@ class _Recording:
         if self.per_warp:
             declarations += _WARP_INTRINSICS
             helpers.append(_lanes_helper(self.names, self.shadow_type, self.table.site_bits))
+        shared = any(item.shared is not None for item in recorded)
+        if shared:
+            declarations.append(f"i32 @{WORKGROUP_INDEX}()")
+            helpers += shared_helpers(self.names, self.shadow_type)
         if self.epochs:
-            helpers += epoch_helpers(self.names, self.shadow_type, self.per_warp)
+            more = shared_parameters(self.shadow_type) if shared else None
+            helpers += epoch_helpers(self.names, self.shadow_type, self.per_warp, more)
         for declaration in declarations:
             self.module.add_declaration(f"declare {declaration}")
         for helper in helpers:
@@ -351,14 +451,7 @@ class _Recording:
         function.blocks[0].instructions[:0] = self._prologue(frame, used)
         # A call that may be inlined needs a `!dbg` in a function with debug information: the access's,
         # else any of the function's.
-        fallback = next(
-            (
-                node
-                for _, instruction in function.instructions()
-                if (node := instruction.debug_node) is not None
-            ),
-            None,
-        )
+        fallback = _any_debug_node(function)
         edits: dict[Block, dict[Instruction, list[Instruction]]] = {}
         for number, item in items:
             instruction = item.instruction
@@ -374,7 +467,11 @@ class _Recording:
         packed value."""
         names, shadow_type = self.names, self.shadow_type
         lines = [f"%{names}who = shl i32 {frame.invocation}, {self.table.site_bits}"]
+        if any(buffer.shared is not None for buffer in self.table.buffers if buffer.buffer in buffers):
+            lines += self.shared.workgroup()
         for k in buffers:
+            buffer = self.table.buffer(k)
+            assert buffer is not None
             at, shadow = f"%{names}at{k}", f"%{names}shadow{k}"
             global_ = global_name(RACES_SHADOW_GLOBAL)
             lines.append(f"{at} = getelementptr [{self.count} x ptr], ptr {global_}, i64 0, i64 {k}")
@@ -390,25 +487,13 @@ class _Recording:
                 f"%{names}words{k} = lshr i64 %{names}bytes{k}.up, {_WORD_SHIFT}",
                 f"%{names}rows{k} = getelementptr i8, {shadow_type} {shadow}, i64 {header.size}",
             ]
-            if self.per_warp:
-                lines += self._warps(k)
+            if buffer.shared is not None:
+                lines += self.shared.first_word(k, buffer.shared)
+            elif self.per_warp:
+                lines += _warp_lines(names, self.shadow_type, k, len(buffer.classes))
             if self.epochs:
-                buffer = self.table.buffer(k)
-                assert buffer is not None
                 lines += copy_lines(names, k, f"{shadow_type} {shadow}", len(buffer.classes))
         return [Instruction(line) for line in lines]
-
-    def _warps(self, k: int) -> list[str]:
-        """Buffer `k`'s groups and its `warps` rows, after the rows of its words."""
-        names, buffer = self.names, self.table.buffer(k)
-        assert buffer is not None
-        rows, slots = f"{self.shadow_type} %{names}rows{k}", f"%{names}slots{k}"
-        return [
-            f"%{names}groups{k}.up = add i64 %{names}words{k}, {WARP_WORDS - 1}",
-            f"%{names}groups{k} = lshr i64 %{names}groups{k}.up, {_GROUP_SHIFT}",
-            f"{slots} = mul i64 %{names}words{k}, {2 * len(buffer.classes)}",
-            f"%{names}warps{k} = getelementptr i32, {rows}, i64 {slots}",
-        ]
 
     def _record(self, number: int, item: _Found, debug: str) -> list[Instruction]:
         """The calls that record one access of site `number`: into its buffer's shadow, or, for an access
@@ -428,6 +513,13 @@ class _Recording:
         epoch = f"%{names}epoch.at{number}"
         if self.epochs:
             lines.append(Instruction(f"{epoch} = load i32, {self.counter}, align 4"))
+        if item.shared is not None:
+            buffer = self.table.buffer(item.buffer) if item.buffer is not None else None
+            assert buffer is not None
+            row = buffer.classes.index(item.access_class)
+            alignment = item.instruction.alignment or 1
+            record = self.shared.record(number, buffer, item.shared, access, alignment, row, pieces)
+            return lines + [Instruction(line + debug) for line in record.calls(epoch)]
         for k in item.buffers():
             shadow = self.table.buffer(k)
             if shadow is None:
@@ -455,7 +547,7 @@ class _Recording:
         (an access no one buffer explains, of a masked lane, wider, or less aligned)."""
         names, access = self.names, item.access
         alignment = item.instruction.alignment or 1
-        one_word = isinstance(access.bytes, int) and access.bytes in _ONE_WORD_BYTES
+        one_word = isinstance(access.bytes, int) and access.bytes in ONE_WORD_BYTES
         aligned = isinstance(access.bytes, int) and alignment >= access.bytes
         if item.buffer is None or access.lanes is not None:
             return f"range({where}, i64 {size}, {who})"
@@ -464,6 +556,25 @@ class _Recording:
         if one_word and aligned:
             return f"word({where}, {who})"
         return f"range({where}, i64 {size}, {who})"
+
+
+def _any_debug_node(function: Function) -> int | None:
+    """The `!dbg` node of some instruction of `function`; None when none has one."""
+    return next(
+        (node for _, instruction in function.instructions() if (node := instruction.debug_node) is not None),
+        None,
+    )
+
+
+def _warp_lines(names: str, shadow_type: str, k: int, classes: int) -> list[str]:
+    """Buffer `k`'s groups and its `warps` rows (`classes` rows), after the rows of its words."""
+    rows, slots = f"{shadow_type} %{names}rows{k}", f"%{names}slots{k}"
+    return [
+        f"%{names}groups{k}.up = add i64 %{names}words{k}, {WARP_WORDS - 1}",
+        f"%{names}groups{k} = lshr i64 %{names}groups{k}.up, {_GROUP_SHIFT}",
+        f"{slots} = mul i64 %{names}words{k}, {2 * classes}",
+        f"%{names}warps{k} = getelementptr i32, {rows}, i64 {slots}",
+    ]
 
 
 def names_of(prefix: str) -> str:

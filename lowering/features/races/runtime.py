@@ -7,6 +7,9 @@ the table's bound where it knows one (every barrier on no cycle), else `FIRST_EP
 keeps the shadows within `MOST_EPOCH_SHADOW_BYTES`. When the invocations reached more epochs than E,
 the run asks for one more launch with as many (`relaunch`), said as a warning; where no launch can
 follow (decoding dumps, or the limit), a warning says which epochs were checked only across workgroups.
+
+A shared global's shadow (SPEC 14) is one instance a workgroup of the launch: ceil(invocations /
+workgroup size) instances of its words, at `@lgc.races.shadow[K + s]` after the data buffers'.
 """
 
 from __future__ import annotations
@@ -15,7 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from metadata.races.shadow import RaceReport, Shadow, epochs_left_out, race_reports, read_shadows
-from metadata.races.table import RACES_SHADOW_GLOBAL, SHADOW_HEADER, RaceTable, ShadowBuffer
+from metadata.races.table import (
+    RACES_SHADOW_GLOBAL,
+    SHADOW_HEADER,
+    WORD_BYTES,
+    RaceTable,
+    ShadowBuffer,
+    shared_instance_words,
+)
 from metadata.validation.table import left_out
 
 from ...devices.device import DeviceError, Image, RuntimeGlobal
@@ -54,18 +64,31 @@ def plan_shadows(table: RaceTable, plan: LaunchPlan) -> None:
             f"at most {table.max_invocations} invocations, not {plan.invocations}"
         )
     epochs = _epochs(table, plan)
-    pointers: list[int | None] = [None] * len(plan.data_sizes)
-    for buffer in table.buffers:
-        if buffer.buffer < len(plan.data_sizes):
-            size = plan.data_sizes[buffer.buffer]
-            header = buffer.header(size, epochs, plan.workgroup_size)
-            image = zeroed_image(buffer.shadow_bytes(size, epochs), header, "shadow")
-            pointers[buffer.buffer] = plan.slots.add(f"{SHADOW_SLOT}{buffer.buffer}", image)
+    shadowed = _shadowed(table, plan)
+    count = max([len(plan.data_sizes), *(1 + buffer.buffer for buffer, _ in shadowed)])
+    pointers: list[int | None] = [None] * count
+    for buffer, size in shadowed:
+        header = buffer.header(size, epochs, plan.workgroup_size)
+        image = zeroed_image(buffer.shadow_bytes(size, epochs), header, "shadow")
+        pointers[buffer.buffer] = plan.slots.add(f"{SHADOW_SLOT}{buffer.buffer}", image)
     plan.globals.append(
-        RuntimeGlobal(RACES_SHADOW_GLOBAL, images=tuple(pointers), ir_type=f"[{len(plan.data_sizes)} x ptr]")
+        RuntimeGlobal(RACES_SHADOW_GLOBAL, images=tuple(pointers), ir_type=f"[{count} x ptr]")
     )
     plan.device_images += [number for number in pointers if number is not None]
     plan.sparse_images += [number for number in pointers if number is not None]  # touched where accessed
+
+
+def _shadowed(table: RaceTable, plan: LaunchPlan) -> list[tuple[ShadowBuffer, int]]:
+    """The buffers the table records a shadow of, each with the bytes its shadow stands for: a data
+    buffer's (one the launch has), or a shared global's instances, one a workgroup."""
+    workgroups = -(-plan.invocations // max(plan.workgroup_size, 1))
+    found = []
+    for buffer in table.buffers:
+        if buffer.shared is not None:
+            found.append((buffer, WORD_BYTES * shared_instance_words(buffer.shared) * workgroups))
+        elif buffer.buffer < len(plan.data_sizes):
+            found.append((buffer, plan.data_sizes[buffer.buffer]))
+    return found
 
 
 def most_epochs(shadowed: Sequence[tuple[ShadowBuffer, int]]) -> int:
@@ -83,10 +106,7 @@ def _epochs(table: RaceTable, plan: LaunchPlan) -> int | None:
     if table.epochs is None:
         return None
     wanted = plan.asked.get(NAME) or table.epochs or FIRST_EPOCHS
-    sizes = plan.data_sizes
-    most = most_epochs(
-        [(buffer, sizes[buffer.buffer]) for buffer in table.buffers if buffer.buffer < len(sizes)]
-    )
+    most = most_epochs(_shadowed(table, plan))
     if most < 1:
         raise DeviceError(
             f"--races with barriers keeps each shadow in 1 + E copies, one for each barrier epoch: even one "

@@ -109,10 +109,11 @@ AMDGCN = Family(
 )
 FAMILIES = {family.name: family for family in (NVVM, AMDGCN)}
 
+WORKGROUP_INDEX = "lgc.workgroup.index"  # the target-neutral workgroup index, `i32 ()`
 _NEUTRAL = {
     "lgc.workgroup.barrier": Construct(Kind.BARRIER),
     "lgc.workgroup.local.index": Construct(Kind.LOCAL_INDEX),
-    "lgc.workgroup.index": Construct(Kind.WORKGROUP_INDEX),
+    WORKGROUP_INDEX: Construct(Kind.WORKGROUP_INDEX),
     "lgc.workgroup.size": Construct(Kind.WORKGROUP_SIZE),
 }
 # NVVM barriers whose only operand is the barrier's number, which must be 0 (the whole block's).
