@@ -22,12 +22,23 @@ meets the barrier, reads its neighbour's in its workgroup, stores the sum), whic
 device's own seconds with `--races` (barrier epochs) against without, alternating, best of `--repeat`,
 on `--device` (cpu: 1 and 2 threads, 2^`--cpu-log2` invocations; nvptx: 2^`--log2`).
 
+`--shared` (issue 31 items 5 and 8): a tile kernel in shared memory (each invocation stores its word
+in its workgroup's tile, meets the barrier, reads its neighbour's, stores the sum to a data buffer),
+with the barrier and without (the planted race: every word of every workgroup's tile read-racing-write):
+(a) the device's own seconds of each with `--races` against without, alternating, best of `--repeat`
+(cpu: 1 and 2 threads); (b) the planted race's report against the truth and the run's seconds with
+decoding; (c) where `nvcc` and `compute-sanitizer` are (the GPU machine), the same two kernels in CUDA
+C: their plain kernel time and what `compute-sanitizer --tool racecheck` reports of each (its hazard
+lines) and how long it takes.
+
     python3 tests/benchmarks/bench_races.py [--cpu] [--log2 24] [--cpu-log2 22] [--repeat 5]
     python3 tests/benchmarks/bench_races.py --workgroups [--device cpu|nvptx] [--workgroup-size 256]
+    python3 tests/benchmarks/bench_races.py --shared [--device cpu|nvptx] [--log2 24] [--cpu-log2 22]
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tempfile
 import time
@@ -69,6 +80,68 @@ entry:
   %to = getelementptr i32, ptr addrspace(7) %out, i32 %id
   store i32 %sum, ptr addrspace(7) %to, align 4
   ret void
+}
+"""
+TILE_WORDS = 256  # the shared tile's words: the largest workgroup the tile kernel runs
+SHARED_IR = f"""@tile = internal addrspace(3) global [{TILE_WORDS} x i32] undef, align 4
+
+declare void @lgc.workgroup.barrier()
+declare i32 @lgc.workgroup.local.index()
+declare i32 @lgc.workgroup.size()
+
+define void @main(ptr addrspace(7) %buf, i32 %id, ptr addrspace(7) %out) {{
+entry:
+  %hash = mul i32 %id, -1640531535
+  %local = call i32 @lgc.workgroup.local.index()
+  %size = call i32 @lgc.workgroup.size()
+  %mine = getelementptr [{TILE_WORDS} x i32], ptr addrspace(3) @tile, i32 0, i32 %local
+  store i32 %hash, ptr addrspace(3) %mine, align 4
+  call void @lgc.workgroup.barrier()
+  %right = add i32 %local, 1
+  %last = icmp eq i32 %right, %size
+  %wrapped = select i1 %last, i32 0, i32 %right
+  %there = getelementptr [{TILE_WORDS} x i32], ptr addrspace(3) @tile, i32 0, i32 %wrapped
+  %read = load i32, ptr addrspace(3) %there, align 4
+  %sum = add i32 %read, %hash
+  %to = getelementptr i32, ptr addrspace(7) %out, i32 %id
+  store i32 %sum, ptr addrspace(7) %to, align 4
+  ret void
+}}
+"""
+SHARED_KERNELS = {
+    "fenced": SHARED_IR,
+    "racy": SHARED_IR.replace("  call void @lgc.workgroup.barrier()\n", ""),
+}
+CUDA_SHARED_PROGRAM = r"""
+#include <cstdio>
+#include <cstdlib>
+template <bool fenced>  // SHARED_KERNELS in CUDA C
+__global__ void tile_kernel(unsigned* out) {
+    __shared__ unsigned tile[256];
+    unsigned local = threadIdx.x, id = blockIdx.x * blockDim.x + local;
+    unsigned hash = id * 2654435761u;
+    tile[local] = hash;
+    if (fenced) __syncthreads();
+    unsigned right = local + 1 == blockDim.x ? 0 : local + 1;
+    out[id] = tile[right] + hash;
+}
+int main(int argc, char** argv) {
+    unsigned n = 1u << atoi(argv[1]), size = atoi(argv[2]);
+    unsigned* out;
+    cudaMalloc(&out, n * 4ull);
+    cudaEvent_t start, end; cudaEventCreate(&start); cudaEventCreate(&end);
+    for (int fenced = 1; fenced >= 0; fenced--) {
+        for (int warm = 0; warm < 2; warm++) {  // the second launch is timed
+            cudaEventRecord(start);
+            if (fenced) tile_kernel<true><<<n / size, size>>>(out);
+            else tile_kernel<false><<<n / size, size>>>(out);
+            cudaEventRecord(end); cudaEventSynchronize(end);
+        }
+        float ms; cudaEventElapsedTime(&ms, start, end);
+        const char* error = cudaGetErrorString(cudaDeviceSynchronize());
+        printf("%s: %.4f ms, %s\n", fenced ? "fenced" : "racy", ms, error);
+    }
+    return 0;
 }
 """
 CUDA_PROGRAM = r"""
@@ -264,12 +337,114 @@ def workgroup_ratios(invocations: int, size: int, repeat: int, device: str) -> l
     return lines
 
 
+def shared_ratios(invocations: int, size: int, repeat: int, device: str) -> list[str]:
+    """(a) of `--shared`: each tile kernel's seconds on `device` with `--races` against without
+    (alternating runs, the best of `repeat` each), on 1 and 2 threads on the cpu."""
+    lines = []
+    for name, ir in SHARED_KERNELS.items():
+        lowered = {races: lower_sources([Source(name, ir)], device, races=races) for races in (False, True)}
+        for threads in (1, 2) if device == "cpu" else (1,):
+            seconds: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(repeat):
+                for races in (False, True):
+                    result = run_lowered(
+                        lowered[races],
+                        device=device,
+                        invocations=invocations,
+                        threads=threads,
+                        workgroup_size=size,
+                        data_buffers=[bytes(4 * invocations)],
+                    )
+                    assert result.status.seconds is not None and not result.device_lost
+                    seconds[races].append(result.status.seconds)
+            plain, recorded = min(seconds[False]), min(seconds[True])
+            lines.append(
+                f"(a) shared, {name}, {device}, {threads} thread(s), 2^{invocations.bit_length() - 1} "
+                f"invocations in workgroups of {size}: plain {plain * 1e3:.3f} ms, with --races "
+                f"{recorded * 1e3:.3f} ms, ratio {recorded / plain:.3f}"
+            )
+            print(lines[-1], flush=True)
+    return lines
+
+
+def shared_planted(invocations: int, size: int, device: str) -> str:
+    """(b) of `--shared`: the tile kernels' reports on `device` against the truth (the fenced one none;
+    the racy one a read-racing-write on every word of every tile, invocations size - 1 and 0 at the
+    lowest), and the racy run's seconds with decoding."""
+    found = {}
+    for name, ir in SHARED_KERNELS.items():
+        started = time.monotonic()
+        result = run_sources(
+            [Source(name, ir)],
+            device=device,
+            invocations=invocations,
+            threads=2 if device == "cpu" else 1,
+            workgroup_size=size,
+            data_buffers=[bytes(4 * invocations)],
+            races=True,
+        )
+        found[name] = (result.parts["races"].races, time.monotonic() - started)
+    assert found["fenced"][0] == (), found["fenced"][0]
+    (race,) = found["racy"][0]
+    shape = (race.kind, race.least_offset, race.greatest_offset, race.words)
+    assert shape == ("read-racing-write", 0, 4 * (size - 1), invocations), shape
+    assert (race.first.invocation, race.second.invocation) == (size - 1, 0), race.line()
+    assert race.shared is not None and race.shared.workgroups == invocations // size, race.line()
+    return (
+        f"(b) shared, {device}, 2^{invocations.bit_length() - 1} invocations, the planted race: exact, "
+        f"{race.line()} ({found['racy'][1]:.2f} s with decoding); the fenced kernel: no race "
+        f"({found['fenced'][1]:.2f} s)"
+    )
+
+
+def shared_racecheck(log2: int, size: int, directory: Path) -> str:
+    """(c) of `--shared`: the tile kernels in CUDA C, plain and under compute-sanitizer's racecheck."""
+    if not (shutil.which("nvcc") and shutil.which("compute-sanitizer")):
+        return "(c) shared: not run (needs nvcc and compute-sanitizer on the PATH)"
+    source, binary = directory / "tile.cu", directory / "tile"
+    source.write_text(CUDA_SHARED_PROGRAM)
+    subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-o", str(binary), str(source)], check=True)
+    arguments = [str(binary), str(log2), str(size)]
+    plain = subprocess.run(arguments, capture_output=True, text=True).stdout.strip().replace("\n", "; ")
+    started = time.monotonic()
+    done = subprocess.run(
+        ["compute-sanitizer", "--tool", "racecheck", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=550,
+    )
+    words = ("SUMMARY", "fenced:", "racy:", "Race reported", "Warning", "Error")
+    lines = (done.stdout + done.stderr).splitlines()
+    said = [line.strip() for line in lines if any(word in line for word in words)]
+    return (
+        f"(c) shared, the tile kernels in CUDA C, 2^{log2} invocations in blocks of {size}: plain {plain}; "
+        f"under compute-sanitizer --tool racecheck ({time.monotonic() - started:.1f} s for both): "
+        + " | ".join(said[:10])
+    )
+
+
 def main() -> None:
     parser = gpu_and_cpu_parser(__doc__.splitlines()[0])
     parser.add_argument("--workgroups", action="store_true", help="the workgroup kernel only")
-    parser.add_argument("--device", choices=("cpu", "nvptx"), default="cpu", help="with --workgroups")
-    parser.add_argument("--workgroup-size", type=int, default=256, help="with --workgroups (default: 256)")
+    parser.add_argument(
+        "--device", choices=("cpu", "nvptx"), default="cpu", help="with --workgroups or --shared"
+    )
+    parser.add_argument("--shared", action="store_true", help="the shared-memory tile kernels only")
+    parser.add_argument(
+        "--workgroup-size", type=int, default=256, help="with --workgroups or --shared (default: 256)"
+    )
     args = parser.parse_args()
+    if args.shared:
+        log2 = args.cpu_log2 if args.device == "cpu" else args.log2
+        size = args.workgroup_size
+        if not 0 < size <= TILE_WORDS or (1 << log2) % size:
+            parser.error(f"--shared runs workgroups of at most {TILE_WORDS} that divide the invocations")
+        shared_ratios(1 << log2, size, args.repeat, args.device)
+        print(shared_planted(1 << log2, size, args.device), flush=True)
+        if args.device == "nvptx":
+            with tempfile.TemporaryDirectory() as directory:
+                print(shared_racecheck(log2, size, Path(directory)), flush=True)
+        return
     if args.workgroups:
         log2 = args.cpu_log2 if args.device == "cpu" else args.log2
         workgroup_ratios(1 << log2, args.workgroup_size, args.repeat, args.device)
