@@ -58,9 +58,14 @@ FENCED = tile_kernel("%local", "%next", barrier=True)
 
 
 def run(
-    text: str, threads: int = 1, device: str = "cpu", invocations: int = INVOCATIONS, entry: str = "main"
+    text: str,
+    threads: int = 1,
+    device: str = "cpu",
+    invocations: int = INVOCATIONS,
+    entry: str = "main",
+    validate: bool = False,
 ):
-    lowered = lower_sources([Source("shared.ll", text)], device, races=True)
+    lowered = lower_sources([Source("shared.ll", text)], device, races=True, validate=validate)
     result = run_lowered(
         lowered, device=device, invocations=invocations, threads=threads, workgroup_size=SIZE, entry=entry
     )
@@ -83,6 +88,16 @@ def test_the_issues_tile_kernel_races_in_shared_memory_whatever_the_threads() ->
     assert lines(one) == lines(two) == [RACY_LINE]
     race = races_found(one)[0]
     assert (race.first.site.site.buffer_name, race.second.site.access) == ("shared @tile", WRITE)
+
+
+def test_through_a_generic_pointer_and_with_validate_the_same_race() -> None:
+    """The store through a generic pointer cast from the tile, and with --validate checking each access
+    first: recorded as before, at the same offsets."""
+    generic = RACY.replace(
+        "  store i32 %id, ptr addrspace(3) %mine, align 4\n",
+        "  %generic = addrspacecast ptr addrspace(3) %mine to ptr\n  store i32 %id, ptr %generic, align 4\n",
+    )
+    assert lines(run(generic, 2)) == lines(run(RACY, validate=True)) == [RACY_LINE]
 
 
 def test_with_a_barrier_between_the_tile_kernel_does_not_race() -> None:
