@@ -32,6 +32,10 @@ class Workgroups(Feature):
 
             intrinsics.run(context)
         else:
+            from .constructs import construct_calls, shared_globals
+
+            if not construct_calls(context.module) and not shared_globals(context.module):
+                return  # the workgroup functions' machinery is not even imported
             from . import workgroup_functions
 
             workgroup_functions.run(context)
