@@ -75,6 +75,21 @@ def since_process_start() -> float | None:
     return max(0.0, now - int(fields[19]) / _CLOCK_TICKS)  # field 22 of stat: starttime
 
 
+def threads() -> str:
+    """This process's threads, native ones included, by the names the kernel gives them (a helper is
+    forked only from a process of one thread: `helper_process.single_threaded`); "unknown" where /proc
+    cannot tell."""
+    try:
+        tasks = sorted(os.listdir("/proc/self/task"), key=int)
+        names = []
+        for task in tasks:
+            with open(f"/proc/self/task/{task}/comm", encoding="utf-8", errors="replace") as comm:
+                names.append(comm.read().strip())
+    except (OSError, ValueError):
+        return "unknown"
+    return f"{len(names)} ({', '.join(names)})"
+
+
 def table(timed: Sequence[tuple[str, int, float]], total: float | None) -> str:
     """The phases as a table: seconds, share of `total` (the command's wall time, when known), name
     (indented under the phase it is part of)."""
@@ -85,4 +100,5 @@ def table(timed: Sequence[tuple[str, int, float]], total: float | None) -> str:
         lines.append(f"{seconds:9.4f} {share}  {'  ' * depth}{name}")
     if total is not None:
         lines.append(f"{total:9.4f} {1:6.1%}  the whole command, from its process's start")
+    lines.append(f"the command's threads at its end: {threads()}")
     return "\n".join(lines) + "\n"

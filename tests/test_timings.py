@@ -82,5 +82,8 @@ def test_the_table_indents_inner_phases_and_shares_the_total():
         "   0.5000  50.0%  outer",
         "   0.2500  25.0%    inner",
         "   1.0000 100.0%  the whole command, from its process's start",
+        f"the command's threads at its end: {timings.threads()}",
     ]
-    assert timings.table([("outer", 0, 0.5)], None).splitlines()[-1] == "   0.5000         outer"
+    assert timings.table([("outer", 0, 0.5)], None).splitlines()[-2] == "   0.5000         outer"
+    count, _, names = timings.threads().partition(" ")
+    assert int(count) == len(os.listdir("/proc/self/task")) == len(names.strip("()").split(", "))

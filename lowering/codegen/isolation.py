@@ -48,7 +48,7 @@ def isolated(what: str, function: Callable[..., Result], *arguments: object) -> 
             with timings.phase(f"{what}, in a forked child"):
                 data, status = _forked(function, arguments, log.fileno())
         else:
-            with timings.phase(f"{what}, in a new interpreter (the process has other threads)"):
+            with timings.phase(f"{what}, in a new interpreter (the process's threads: {timings.threads()})"):
                 data, status = _interpreter(function, arguments, log.fileno())
         log.seek(0)
         printed = log.read()[-_MESSAGE_TAIL_BYTES:].decode("utf-8", "replace")
