@@ -31,7 +31,7 @@ from ..features import FEATURES
 from ..features.feature import Command, Option
 from ..targets.target import TARGETS
 from .commands import options_of
-from .process_ends import run_main
+from .process_ends import hold_standard_descriptors, run_main
 
 # What each numeric option accepts: the contract's own limits (MAX_INVOCATIONS, the 2 GiB offset
 # clamp of SPEC section 4 after a 16-byte header, a 32-bit `reserved0`), a thread count a process can
@@ -350,12 +350,13 @@ def main(argv: list[str] | None = None) -> int:
         timings.record("start: the interpreter and lowering.cli's imports, to main()", started)
     with timings.phase("the command line read"):
         args = build_parser().parse_args(argv)
+    stdout_closed = hold_standard_descriptors()  # before a worker's pipes or shared file could take 0-2
     if getattr(args, "device", None) is not None:
         prestart(WORKER_MODULES[args.device])  # starts while the command imports and lowers
     with timings.phase("the command's imports"):
         command = importlib.import_module(_command_module(args.command))
     try:
-        return run_main(lambda: command.run(args))
+        return run_main(lambda: command.run(args), stdout_closed)
     finally:
         if timings.ENABLED:
             sys.stderr.write(timings.table(timings.phases(), timings.since_process_start()))
