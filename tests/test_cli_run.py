@@ -301,6 +301,14 @@ def test_run_starts_its_worker_before_lowering_and_the_device_takes_it(tmp_path)
     assert device_worker.take_prestarted("lowering.devices.cpu") is None
 
 
+def test_a_worker_forked_from_a_process_that_imported_its_module_says_nothing_of_it(capsys):
+    """A forked worker runs its module as `__main__` afresh, without runpy's warning of a module found
+    imported (which the run would report as the device's output)."""
+    importlib.import_module("lowering.devices.cpu")
+    status, out, err = dprintf(capsys, "run", str(SAMPLES / "hello.ll"))
+    assert (status, out, err) == (0, "Hello from invocation 0!\n", "")
+
+
 def test_a_worker_no_run_takes_ends_with_the_command(tmp_path):
     probe = (
         "import lowering.devices.worker as w\n"

@@ -308,6 +308,7 @@ def _run_forked(module: str, job: int, events: int, log: int, memory_fd: int) ->
         os.dup2(log, 2)
         os.closerange(3, memory_fd)
         os.closerange(memory_fd + 1, os.sysconf("SC_OPEN_MAX"))
+        sys.modules.pop(module, None)  # run afresh as `__main__`, as `python -m` runs it (runpy warns else)
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         status = 0
     except SystemExit as leaving:
