@@ -27,15 +27,17 @@ class Workgroups(Feature):
         return True
 
     def after_inlining(self, context: Any, setting: Any) -> None:
+        """A module with no construct (nor, for a GPU target, a workgroup scope to rename; for the cpu,
+        shared memory) is left as it is, the passes' machinery not even imported (issue 35)."""
+        from .constructs import construct_calls, scoped_instructions, shared_globals
+
+        module = context.module
         if context.target.workgroup_intrinsics is not None:
-            from . import intrinsics
+            if construct_calls(module) or scoped_instructions(module):
+                from . import intrinsics
 
-            intrinsics.run(context)
-        else:
-            from .constructs import construct_calls, shared_globals
-
-            if not construct_calls(context.module) and not shared_globals(context.module):
-                return  # the workgroup functions' machinery is not even imported
+                intrinsics.run(context)
+        elif construct_calls(module) or shared_globals(module):
             from . import workgroup_functions
 
             workgroup_functions.run(context)
