@@ -357,8 +357,8 @@ def test_run_reports_barrier_divergence_per_barrier_and_exits_4(tmp_path):
         == "2 passed the barrier\n3 passed the barrier\n6 passed the barrier\n7 passed the barrier\n"
     )
     assert done.stderr == (
-        "error: barrier divergence at @main call 1 (lgc.workgroup.barrier): in 2 workgroup round(s) (the "
-        "first in workgroup 0) some invocations waited at it while others of their workgroup had exited or "
+        "error: barrier divergence at @main call 1 (lgc.workgroup.barrier): in 2 workgroup(s) (the first "
+        "is workgroup 0) some invocations waited at it while others of their workgroup had exited or "
         "waited at another barrier (SPEC 14: every invocation of a workgroup meets the same barrier)\n"
     )
     document = dprintf("run", str(program), "--invocations", "8", "--workgroup-size", "4", "--json")
@@ -366,8 +366,8 @@ def test_run_reports_barrier_divergence_per_barrier_and_exits_4(tmp_path):
     assert '"barrier_divergence": [{"function": "main", "call": 1' in document.stdout
 
 
-def test_a_barrier_in_a_loop_some_invocations_leave_early_is_divergence_not_a_hang():
-    body = """  %local = call i32 @lgc.workgroup.local.index()
+LEAVING_LOOP = kernel(
+    """  %local = call i32 @lgc.workgroup.local.index()
   %trips = add i32 %local, 1
   br label %loop
 loop:
@@ -377,14 +377,18 @@ loop:
   %more = icmp ult i32 %n.next, %trips
   br i1 %more, label %loop, label %out
 out:
-"""
-    result = run_ir(
-        kernel(body, "%u looped %u\n", [("i32", "%id"), ("i32", "%n.next")]), invocations=4, workgroup_size=4
-    )
+""",
+    "%u looped %u\n",
+    [("i32", "%id"), ("i32", "%n.next")],
+)
+
+
+def test_a_barrier_in_a_loop_some_invocations_leave_early_is_divergence_not_a_hang():
+    result = run_ir(LEAVING_LOOP, invocations=4, workgroup_size=4)
     assert result.ending is Ending.COMPLETED
     assert lines(result.text()) == lines("".join(f"{n} looped {n + 1}\n" for n in range(4)))
     (divergence,) = result.parts["workgroups"]
-    assert divergence.workgroups == 3  # rounds 2, 3 and 4 each lost an invocation
+    assert divergence.workgroups == 1  # rounds 2, 3 and 4 each lost an invocation: one workgroup
 
 
 # What the cpu cannot run is an error naming it.
@@ -465,8 +469,13 @@ def test_nvptx_lowers_every_barrier_to_the_whole_blocks_and_the_indices_to_its_r
     body = lowered_main(
         LOOPED.replace("call void @lgc.workgroup.barrier()", "call void @llvm.amdgcn.s.barrier()"), "nvptx"
     )
-    # Its own `barrier0` too: not `.aligned`, as the lanes of a partial last warp may have exited.
-    assert body.count("call void @llvm.nvvm.barrier.cta.sync.all(i32 0)") == 2 and ".aligned" not in body
+    # Its own `barrier0` too: each the checking barrier, numbered, which is not `.aligned` (the lanes of
+    # a partial last warp may have exited).
+    assert re.findall(r"call void @(\S+)\(i32 (\d)\)", body) == [
+        ("dprintf.wg.barrier", "0"),
+        ("dprintf.wg.barrier", "1"),
+    ]
+    assert ".aligned" not in body
     assert "call i32 @llvm.nvvm.read.ptx.sreg.tid.x()" in body and "amdgcn" not in body and "lgc." not in body
     indices = lowered_main(INDICES, "nvptx")
     for register in ("tid.x", "ctaid.x", "ntid.x", "tid.y", "ntid.z"):
@@ -576,14 +585,18 @@ def test_the_other_features_run_with_barriers_and_the_output_is_the_same(options
     )
 
 
-# On the GPU: a workgroup is a thread block, a barrier `barrier.sync 0`, shared memory `.shared`.
+# On the GPU: a workgroup is a thread block, a barrier the unaligned `barrier.red.popc 0` that counts the
+# threads that met, shared memory `.shared`.
 
 
 def test_the_nvptx_device_compiles_barriers_and_shared_memory_into_its_kernel():
-    """Without a GPU too: the kernel's PTX waits at `barrier.sync 0` and keeps the tile in `.shared`."""
+    """Without a GPU too: the kernel's PTX waits at barrier 0 counting who met, unaligned, and keeps
+    the tile in `.shared`."""
     lowered = lower_sources([Source("test.ll", NEIGHBOUR)], KERNEL_TARGET)
     ptx = kernel_ptx(lowered.ir, find_entry(lowered.ir, "main", lowered.target))
-    assert re.search(r"barrier\.sync\s+0;", ptx) and ".shared .align 4 .b8 tile[4096];" in ptx
+    assert len(re.findall(r"barrier\.red\.popc\.u32\s+%r\d+, 0, %wgp;", ptx)) == 1
+    assert ".aligned" not in ptx and "bar.sync" not in ptx and "barrier.sync" not in ptx
+    assert ".shared .align 4 .b8 tile[4096];" in ptx
     assert "%tid.x" in ptx and "%ntid.x" in ptx
 
 
@@ -604,6 +617,7 @@ def test_on_the_gpu_shared_memory_is_a_thread_blocks_and_the_last_block_is_parti
         f"{n} in workgroup {n // 64}: {64 if n < 192 else 3} counted, tag {n // 64}\n" for n in range(195)
     )
     assert result.ending is Ending.COMPLETED and lines(result.text()) == lines(expected)
+    assert result.parts["workgroups"] == ()  # a partial last block is no divergence
 
 
 @gpu
@@ -616,6 +630,7 @@ def test_on_the_gpu_barriers_in_a_loop_keep_each_invocations_values():
 
     expected = "".join(f"{n}: {4 * neighbour(n) + 6}, private {n} {n + 3}\n" for n in range(256))
     assert result.ending is Ending.COMPLETED and lines(result.text()) == lines(expected)
+    assert result.parts["workgroups"] == ()  # a partial last block is no divergence
 
 
 @gpu
@@ -630,13 +645,34 @@ def test_on_the_gpu_the_indices_in_every_spelling_are_the_thread_blocks():
     assert lines(result.text()) == lines(expected)
 
 
+# (kernel, invocations, workgroup size): where barrier divergence is, on both devices.
+DIVERGENT = {
+    "early return": (EARLY_RETURN, 10, 4),
+    "two barriers": (TWO_BARRIERS, 12, 4),
+    "leaving a loop": (LEAVING_LOOP, 4, 4),
+}
+
+
+def divergences(result) -> list[tuple]:
+    return sorted(
+        (item.barrier.site.function, item.barrier.site.call, item.barrier.callee, item.workgroups, item.first)
+        for item in result.parts["workgroups"]
+    )
+
+
 @gpu
 @pytest.mark.gpu
-def test_on_the_gpu_invocations_returning_before_a_barrier_do_not_hang_it():
-    """CUDA's rule: exited threads do not hold a barrier up (the divergence is reported on the cpu)."""
-    result = run_ir(EARLY_RETURN, invocations=10, workgroup_size=4, device="nvptx", timeout=30)
+@pytest.mark.parametrize("name", DIVERGENT)
+def test_on_the_gpu_barrier_divergence_is_the_cpus_and_never_a_hang(name):
+    """CUDA releases a barrier once the threads that have not exited all wait at one; the nvptx
+    device's checking barrier finds, as the cpu does, the workgroups where they were not all of its
+    invocations, or waited at two barriers (SPEC 14)."""
+    text, invocations, size = DIVERGENT[name]
+    cpu = run_ir(text, invocations=invocations, workgroup_size=size)
+    result = run_ir(text, invocations=invocations, workgroup_size=size, device="nvptx", timeout=30)
     assert result.ending is Ending.COMPLETED
-    assert lines(result.text()) == lines("".join(f"{n} passed the barrier\n" for n in (2, 3, 6, 7)))
+    assert lines(result.text()) == lines(cpu.text())
+    assert divergences(result) == divergences(cpu) != []
 
 
 # The sample: a workgroup's sum through shared memory, and its racy twin.
@@ -669,5 +705,5 @@ def test_the_samples_racy_twin_runs_and_nothing_reports_it_yet():
 @pytest.mark.parametrize("size", [32, 256])
 def test_on_the_gpu_the_sample_sums_each_workgroup_through_shared_memory(size):
     result = run_ir(REDUCTION.read_text(), invocations=1 << 16, workgroup_size=size, device="nvptx")
-    assert result.ending is Ending.COMPLETED
+    assert result.ending is Ending.COMPLETED and result.parts["workgroups"] == ()
     assert lines(result.text()) == lines(reduction_sums(1 << 16, size))

@@ -12,7 +12,9 @@ A printf buffer size of `AUTO` (the command line's default) starts with the defa
 output did not fit, `bufferOffset` (which counts every dword asked for) says the size it needed, and the
 harness launches once more with that size, from the same initial buffers: the output is whole for a
 program that prints the same each time (`RunResult.refit` says so). Not after the timeout or an
-interruption, and not past `MAX_BUFFER_BYTES`.
+interruption, and not past `MAX_BUFFER_BYTES`. A feature whose buffers were sized too small for what
+the code did asks for one more launch the same way (`Feature.relaunch`, said among the run's notes);
+the two share that one launch.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.wire import HEADER_BYTES
 
 from ..features import FEATURES, Feature
+from ..features.feature import Relaunch
 from ..lowered_module import LoweredModule, Source
 from ..pipeline import lower_sources
 from ..targets.runtime_globals import ABORT_BUFFER_GLOBAL, DATA_SIZES_GLOBAL, PRINTF_BUFFER_GLOBAL
@@ -259,15 +262,29 @@ def run_lowered(lowered: LoweredModule, *, device: str | Device = "cpu", **run_o
             f"the entry function @{run.entry} takes {found.data_buffers} data buffer(s), "
             f"{len(run.data_buffers)} given"
         )
-    if isinstance(run.buffer_size, int):
-        return _launch(chosen, lowered, module, found, run, run.buffer_size)
-    result = _launch(chosen, lowered, module, found, run, DEFAULT_PRINTF_BUFFER_BYTES)
-    refit = _refit(result, DEFAULT_PRINTF_BUFFER_BYTES)
-    if refit is None:
+    size = run.buffer_size if isinstance(run.buffer_size, int) else DEFAULT_PRINTF_BUFFER_BYTES
+    result = _launch(chosen, lowered, module, found, run, size)
+    refit = None if isinstance(run.buffer_size, int) else _refit(result, size)
+    asked = _relaunches(lowered, result)
+    if refit is None and not asked:
         return result
-    if refit.ran_again:
-        result = _launch(chosen, lowered, module, found, run, refit.needed_bytes)
-    return dataclasses.replace(result, refit=refit)
+    if (refit is not None and refit.ran_again) or asked:
+        size = refit.needed_bytes if refit is not None and refit.ran_again else size
+        again = {name: relaunch.asked for name, relaunch in asked.items()}
+        result = _launch(chosen, lowered, module, found, run, size, again)
+    notes = (*(relaunch.message for relaunch in asked.values()), *result.notes)
+    return dataclasses.replace(result, refit=refit, notes=notes)
+
+
+def _relaunches(lowered: LoweredModule, result: RunResult) -> dict[str, Relaunch]:
+    """What the features ask of one more launch, by name: none after the timeout or an interruption."""
+    if result.ending in (Ending.TIMED_OUT, Ending.INTERRUPTED):
+        return {}
+    asked = {
+        feature.name: feature.relaunch(part, result.parts[feature.name])
+        for feature, part in _enabled_parts(lowered)
+    }
+    return {name: relaunch for name, relaunch in asked.items() if relaunch is not None}
 
 
 def _launch(
@@ -277,10 +294,12 @@ def _launch(
     found: EntryPoint,
     run: RunOptions,
     buffer_size: int,
+    asked: Mapping[str, Any] | None = None,
 ) -> RunResult:
-    """One launch of the entry `found` with a printf buffer of `buffer_size` bytes, decoded."""
+    """One launch of the entry `found` with a printf buffer of `buffer_size` bytes, decoded; `asked`:
+    what the features asked of it (`LaunchPlan.asked`)."""
     with timings.phase("the launch planned (buffers, runtime globals)"):
-        plan = _plan(module, lowered, run, buffer_size)
+        plan = _plan(module, lowered, run, buffer_size, asked or {})
     launch = Launch(
         lowered.ir,
         found,
@@ -311,7 +330,13 @@ def _refit(result: RunResult, first_bytes: int) -> Refit | None:
     return Refit(first_bytes, needed, needed <= MAX_BUFFER_BYTES)
 
 
-def _plan(module: llvm.ModuleRef, lowered: LoweredModule, run: RunOptions, buffer_size: int) -> LaunchPlan:
+def _plan(
+    module: llvm.ModuleRef,
+    lowered: LoweredModule,
+    run: RunOptions,
+    buffer_size: int,
+    asked: Mapping[str, Any],
+) -> LaunchPlan:
     """The launch's buffers and runtime globals: printf's and abort's, the data buffers, then each
     feature's; DeviceError for a runtime global the module declares with another type."""
     slots = Slots()
@@ -334,6 +359,8 @@ def _plan(module: llvm.ModuleRef, lowered: LoweredModule, run: RunOptions, buffe
             RuntimeGlobal(DATA_SIZES_GLOBAL, value=sizes, ir_type=f"[{len(run.data_buffers)} x i64]"),
         ],
         entry=run.entry,
+        workgroup_size=run.workgroup_size,
+        asked=asked,
     )
     for feature, part in _enabled_parts(lowered):
         feature.plan_run(part, plan)

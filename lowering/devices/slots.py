@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import llvmlite.binding as llvm
 
@@ -86,7 +87,8 @@ class LaunchPlan:
     """What the harness and the features prepare for one launch: the slots, the runtime globals, the
     images a device may keep in its own memory, the table of live ranges it fills in, whether the code
     may trap, and what the run was given (the data buffers' sizes, the bytes of each a file gave, the
-    invocations, the entry), and what the features note of it."""
+    invocations, the entry, the workgroup size), what the features note of it, and, when the harness
+    launches again because a feature asked (`Feature.relaunch`), what each asked, by its name."""
 
     module: llvm.ModuleRef
     buffer_type: str  # the target's type of a buffer pointer, as runtime globals hold one
@@ -101,6 +103,8 @@ class LaunchPlan:
     notes: list[str] = field(default_factory=list)  # what a feature says of the launch, as warnings
     sparse_images: list[int] = field(default_factory=list)  # touched in few places (`Launch`)
     entry: str = "main"  # the entry function the launch runs
+    workgroup_size: int = 1  # the launch's invocations a workgroup
+    asked: Mapping[str, Any] = field(default_factory=dict)  # a relaunch: what each feature asked of it
 
     def has_global(self, name: str) -> bool:
         """Whether the lowered module has the global `name` (defined or declared)."""

@@ -117,6 +117,15 @@ class RunReport:
     stage: ReportStage = ReportStage.FINDINGS
 
 
+@dataclass(frozen=True)
+class Relaunch:
+    """A feature's reason to launch once more, said as a warning, and what it asks of that launch (its
+    `plan_run` finds it in `LaunchPlan.asked`, by its name)."""
+
+    message: str
+    asked: Any
+
+
 class Feature:
     """An optional feature as the core sees it (the module docstring says how the core uses it)."""
 
@@ -170,6 +179,11 @@ class Feature:
         """Its run part from its slots as the device left them (None: from `decode`'s dumps, which have
         only the printf buffer), and printf's decoding without its records."""
         return None, printf
+
+    def relaunch(self, part: Any, run_part: Any) -> Relaunch | None:
+        """After a launch: one more, when its run part shows that its buffers were sized too small for
+        what the code did (the harness launches at most once more, for any feature)."""
+        return None
 
     def explains_loss(self, run_part: Any) -> bool:
         """Whether its run part explains a device lost without an abort record (as an abort)."""

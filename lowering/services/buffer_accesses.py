@@ -10,7 +10,9 @@ access is attributed in the entry that makes it.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
@@ -18,17 +20,23 @@ import llvmlite.ir as ir
 from ..ir.debug_info import source_location
 from ..ir.functions import Function
 from ..ir.instructions import Instruction
-from ..ir.lexer import bare_name, tokenize
+from ..ir.lexer import Token, bare_name, closing, split_list, text_of, tokenize
 from ..ir.module import Module
 from ..ir.reading import parse_source
 from ..ir.types import parse_type
+from ..ir.values import ConstantExpression, Operand
 from ..targets.machines import inline_always
 from .context import RUNTIME_BUFFER_TYPE, PassContext
 from .masked_lanes import Lanes, masked_call
 
 _POINTER_BYTES = 8  # pointers as the cpu and nvptx targets store them
 _DERIVING = frozenset({"getelementptr", "phi", "select", "addrspacecast", "bitcast"})
+_CONSTANT_CASTS = frozenset({"addrspacecast", "bitcast"})  # constant expressions that keep the pointer
+_NAMED = frozenset("%@")  # the first character of a value that is no constant expression
 _MEMORY_INTRINSICS = {"llvm.memcpy": "memcpy", "llvm.memmove": "memmove", "llvm.memset": "memset"}
+
+
+Root = TypeVar("Root", bound=Hashable)  # what a pointer derives from: a data buffer, a shared global
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +109,7 @@ class TypeSizes:
     """ABI sizes of IR types in one data layout, as GEPs step over them."""
 
     def __init__(self, data_layout: str) -> None:
+        self.data_layout = data_layout
         self.target_data = llvm.create_target_data(data_layout)
 
     def of(self, type_text: str) -> int | None:
@@ -121,20 +130,77 @@ class TypeSizes:
             return None
         return parsed.get_abi_size(self.target_data)
 
+    def allocated(self, type_text: str) -> int | None:
+        """The bytes a variable of this type takes in this layout (its ABI size, padding included); None
+        for what cannot be sized here (a named structure)."""
+        parsed = parse_type(type_text)
+        return None if parsed is None else parsed.get_abi_size(self.target_data)
+
+    def pointer_bits(self, address_space: int) -> int:
+        """The width of a pointer into `address_space` in this layout (`p3:32:32`; 64 when it names none)."""
+        wanted = {"p", "p0"} if address_space == 0 else {f"p{address_space}"}
+        for item in self.data_layout.split("-"):
+            name, _, size = item.partition(":")
+            if name in wanted and size.partition(":")[0].isdigit():
+                return int(size.partition(":")[0])
+        return 8 * _POINTER_BYTES
+
 
 def constant_offsets(function: Function, entry: Entry, sizes: TypeSizes) -> dict[str, int]:
     """value -> its constant byte offset from its data buffer, through GEPs with constant indices into
     scalars, vectors and arrays."""
-    offsets = dict.fromkeys(entry.data_buffers, 0)
+    return offsets_from(function, dict.fromkeys(entry.data_buffers, 0), sizes)
+
+
+def offsets_from(function: Function, bases: Mapping[str, int], sizes: TypeSizes) -> dict[str, int]:
+    """value -> its constant byte offset from the base it derives from (`bases`: value -> its own
+    offset), through GEPs with constant indices into scalars, vectors and arrays, whose base pointer may
+    be a constant expression of one (`constant_offset`)."""
+    offsets = dict(bases)
     for _, instruction in function.instructions():
         if instruction.opcode != "getelementptr" or instruction.result is None:
             continue
         source, pointer, *indices = instruction.operands
-        base = offsets.get(pointer.value)
+        base = constant_offset(pointer.value, offsets, sizes)
         step = _gep_offset(source.type, [index.value for index in indices], sizes)
         if base is not None and step is not None:
             offsets[instruction.result] = base + step
     return offsets
+
+
+def constant_offset(value: str, offsets: Mapping[str, int], sizes: TypeSizes) -> int | None:
+    """The constant byte offset of `value` from its base: its entry in `offsets`, or that of the base
+    of a constant expression (`getelementptr (T, ptr @g, i32 0, i32 5)`, a cast of one) plus its
+    indices' bytes; None when not constant."""
+    if value in offsets or value[:1] in _NAMED:
+        return offsets.get(value)
+    expression = ConstantExpression.parse(value)
+    if expression is None or len(expression.operands) < 1 + (expression.opcode == "getelementptr"):
+        return None
+    if expression.opcode in _CONSTANT_CASTS:
+        return constant_offset(Operand.parse(expression.operands[0]).value, offsets, sizes)
+    if expression.opcode != "getelementptr":
+        return None
+    source, pointer, *indices = expression.operands
+    base = constant_offset(Operand.parse(pointer).value, offsets, sizes)
+    step = _gep_offset(source, [Operand.parse(index).value for index in indices], sizes)
+    return base + step if base is not None and step is not None else None
+
+
+def pointer_base(value: str) -> str:
+    """The pointer a constant expression of GEPs and casts starts from (`@g` for
+    `getelementptr (T, ptr @g, i32 0, i32 5)`); any other value as it is."""
+    while value[:1] not in _NAMED:
+        expression = ConstantExpression.parse(value)
+        if expression is None or not expression.operands:
+            return value
+        if expression.opcode == "getelementptr" and len(expression.operands) > 1:
+            value = Operand.parse(expression.operands[1]).value
+        elif expression.opcode in _CONSTANT_CASTS:
+            value = Operand.parse(expression.operands[0]).value
+        else:
+            return value
+    return value
 
 
 def _gep_offset(source_type: str, indices: list[str], sizes: TypeSizes) -> int | None:
@@ -186,14 +252,21 @@ def all_entries(module: Module, buffer_type: str) -> list[Entry]:
 
 
 def derivations(function: Function, entry: Entry) -> dict[str, int]:
-    """value -> the data buffer it derives from, for the pointers that derive from exactly one.
+    """value -> the data buffer it derives from, for the pointers that derive from exactly one."""
+    return derive(function, {name: position for position, name in enumerate(entry.data_buffers)})
+
+
+def derive(function: Function, roots: Mapping[str, Root]) -> dict[str, Root]:
+    """value -> the root it derives from (`roots`: value -> what it is the root of), for the pointers
+    of `function` that derive from exactly one, the roots included: a pointer derives from a root
+    through GEPs, phis, selects and casts, of instructions or of constant expressions.
 
     Optimistic over loops: a phi's incoming value not resolved yet is left out until it is; a value that
-    no deriving instruction defines (a load, a constant, another parameter) derives from none.
+    no deriving instruction defines (a load, another parameter) derives from none.
     """
-    roots: dict[str, int | None] = {name: position for position, name in enumerate(entry.data_buffers)}
+    found_roots: dict[str, Root | None] = dict(roots)
     deriving = [
-        (instruction.result, _pointer_sources(instruction))
+        (instruction.result, [pointer_base(source) for source in _pointer_sources(instruction)])
         for _, instruction in function.instructions()
         if instruction.result is not None and instruction.opcode in _DERIVING
     ]
@@ -203,31 +276,48 @@ def derivations(function: Function, entry: Entry) -> dict[str, int]:
         changed = False
         for result, sources in deriving:
             found = {
-                roots[source] if source in roots else None
+                found_roots[source] if source in found_roots else None
                 for source in sources
-                if source in roots or source not in derived
+                if source in found_roots or source not in derived
             }
             if not found:
                 continue
             value = found.pop() if len(found) == 1 else None
-            if result not in roots or roots[result] != value:
-                roots[result] = value
+            if result not in found_roots or found_roots[result] != value:
+                found_roots[result] = value
                 changed = True
-    return {name: root for name, root in roots.items() if root is not None}
+    return {name: root for name, root in found_roots.items() if root is not None}
 
 
 def _pointer_sources(instruction: Instruction) -> list[str]:
     """The pointer values an instruction derives its result from."""
     opcode = instruction.opcode
     if opcode == "phi":
-        tokens = [token for _, token in instruction.tokens]
-        return [tokens[index + 1] for index, token in enumerate(tokens) if token == "["]
+        return _incoming_values(instruction.tokens)
     operands = instruction.operands
     if opcode == "select":
         return [operand.value for operand in operands[1:]]
     if opcode == "getelementptr":
         return [operands[1].value] if len(operands) > 1 else []
     return [operands[0].value.partition(" to ")[0]] if operands else []
+
+
+def _incoming_values(tokens: list[Token]) -> list[str]:
+    """A phi's incoming values (`[ value, %block ]` each), a constant expression whole."""
+    values = []
+    index = 0
+    while index < len(tokens):
+        if tokens[index][1] != "[":
+            index += 1
+            continue
+        close = closing(tokens, index)
+        if close < 0:
+            break
+        items = split_list(tokens, index + 1, close)
+        if items:
+            values.append(text_of(tokens, *items[0]))
+        index = close + 1
+    return values
 
 
 def accesses(instruction: Instruction, sizes: TypeSizes | None = None) -> list[Access]:

@@ -12,6 +12,11 @@ the least and the greatest write; for the others the first of (least, least), (l
 atomics first). A report groups the words of one buffer, kind and pair of sites: their offset range,
 their number and the example of its lowest word. All of it is a function of the slots, so of the set
 of accesses, never of their order.
+
+With barrier epochs (`metadata.races.table`) each copy is read so: copy 0 with "different workgroups"
+where the rules above say "different invocations", each epoch's copy as above. A word races in a kind
+when any copy says so; its example pair is copy 0's when copy 0 says so, else that of the lowest epoch
+that does: a function of the set of (access, epoch).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 from ..decoding.key_positions import positions_by_key
 from .table import (
     ATOMIC,
+    EPOCHS_HEADER,
     READ,
     SHADOW_HEADER,
     WARP_WORDS,
@@ -52,7 +58,10 @@ class Shadow:
     words, `rows[row, 1]` their notLeast; `warps` alike for its groups of WARP_WORDS words, whose keys
     stand for those of their words plus the lane's (`metadata.races.table`). Both are views of the dump,
     read only at `words`: the words some access touched (in its own slot or its group's), ascending, so
-    that decoding costs what the accesses touched, not what the buffer holds."""
+    that decoding costs what the accesses touched, not what the buffer holds.
+
+    With barrier epochs it is copy 0, whose agents are workgroups (`agents` invocations each), and
+    `epochs` holds each epoch's copy (whose agents are invocations), `epochs_reached` the header's."""
 
     buffer: ShadowBuffer
     buffer_bytes: int
@@ -61,6 +70,14 @@ class Shadow:
     warps: np.ndarray  # uint32, shape (classes, 2, groups)
     words: np.ndarray  # int64: the words touched
     warped: tuple[np.ndarray, ...]  # int64, a class each: its groups a warp recorded, ascending
+    agents: int = 1  # the invocations of an agent: 1, or copy 0's workgroup size
+    epochs: tuple[Shadow, ...] = ()
+    epochs_reached: int = 0
+
+    def agent(self, packed: np.ndarray) -> np.ndarray:
+        """The agent (invocation, or workgroup) of each packed value."""
+        invocations = packed >> np.uint32(self.site_bits)
+        return invocations if self.agents == 1 else invocations // np.uint32(self.agents)
 
     def row(self, access: str) -> _Sides | None:
         """The class's (present, least, greatest) packed values for each word of `words`, its own slot's
@@ -116,11 +133,11 @@ def read_shadow(table: RaceTable, image: Dump, name: str, written: _Extents = No
     when it is not one of this table's. `written`: the byte ranges of it that may be other than zero
     (the pages a device wrote, `lowering.devices.slots.Slots.written`); only they are read."""
     data = memoryview(image).cast("B")
-    if len(data) < SHADOW_HEADER.size:
-        raise ShadowError(
-            f"{name}: {len(data)} bytes, shorter than a shadow's {SHADOW_HEADER.size}-byte header"
-        )
-    buffer_bytes, position, mask = SHADOW_HEADER.unpack_from(data)
+    header = SHADOW_HEADER if table.epochs is None else EPOCHS_HEADER
+    if len(data) < header.size:
+        raise ShadowError(f"{name}: {len(data)} bytes, shorter than a shadow's {header.size}-byte header")
+    buffer_bytes, position, mask, *fields = header.unpack_from(data)
+    copies, workgroup_size, reached = fields if fields else (None, 1, 0)
     buffer = table.buffer(position)
     if buffer is None:
         raise ShadowError(f"{name}: a shadow of buffer {position}, which the table records no shadow of")
@@ -129,26 +146,50 @@ def read_shadow(table: RaceTable, image: Dump, name: str, written: _Extents = No
             f"{name}: records classes mask {mask:#x}, the table's buffer {position} {buffer.mask:#x} "
             f"({', '.join(buffer.classes)})"
         )
-    expected = buffer.shadow_bytes(buffer_bytes)
+    if workgroup_size == 0:
+        raise ShadowError(f"{name}: its header gives a workgroup size of 0")
+    expected = buffer.shadow_bytes(buffer_bytes, copies)
     if len(data) != expected:
+        in_copies = "" if copies is None else f" in {1 + copies} copies"
         raise ShadowError(
             f"{name}: {len(data)} bytes, not the {expected} of the shadow of a {buffer_bytes}-byte buffer "
-            f"recording {len(buffer.classes)} class(es)"
+            f"recording {len(buffer.classes)} class(es){in_copies}"
         )
-    words, groups, classes = shadow_words(buffer_bytes), shadow_groups(buffer_bytes), len(buffer.classes)
-    slots = np.frombuffer(data, dtype="<u4", offset=SHADOW_HEADER.size)
-    rows = slots[: classes * 2 * words].reshape(classes, 2, words)
-    warps = slots[classes * 2 * words :].reshape(classes, 2, groups)
-    row_bytes, warp_bytes = 4 * 2 * words, 4 * 2 * groups
-    at_rows, at_warps = SHADOW_HEADER.size, SHADOW_HEADER.size + classes * row_bytes
-    touched = [_nonzero(rows[index, 0], at_rows + index * row_bytes, written) for index in range(classes)]
-    warped = tuple(
-        _nonzero(warps[index, 0], at_warps + index * warp_bytes, written) for index in range(classes)
-    )
-    lanes = np.arange(WARP_WORDS, dtype=np.int64)
-    spread = [(group[:, None] * WARP_WORDS + lanes).ravel() for group in warped]
-    found = _distinct([*touched, *(lanes_of[lanes_of < words] for lanes_of in spread)], words)
-    return Shadow(buffer, buffer_bytes, table.site_bits, rows, warps, found, warped)
+    copy = buffer.copy_bytes(buffer_bytes)
+    read = _CopyReader(table, buffer, buffer_bytes, data, written)
+    epochs = tuple(read.copy(header.size + number * copy, 1) for number in range(1, 1 + (copies or 0)))
+    return read.copy(header.size, workgroup_size, epochs, reached)
+
+
+@dataclass(frozen=True)
+class _CopyReader:
+    """Reads the copies of one shadow dump (`read_shadow`)."""
+
+    table: RaceTable
+    buffer: ShadowBuffer
+    buffer_bytes: int
+    data: memoryview
+    written: _Extents
+
+    def copy(self, at: int, agents: int, epochs: tuple[Shadow, ...] = (), reached: int = 0) -> Shadow:
+        """The copy at byte `at` of the dump, its agents `agents` invocations each."""
+        buffer_bytes, written = self.buffer_bytes, self.written
+        words, groups = shadow_words(buffer_bytes), shadow_groups(buffer_bytes)
+        classes = len(self.buffer.classes)
+        slots = np.frombuffer(self.data, dtype="<u4", offset=at, count=classes * 2 * (words + groups))
+        rows = slots[: classes * 2 * words].reshape(classes, 2, words)
+        warps = slots[classes * 2 * words :].reshape(classes, 2, groups)
+        row_bytes, warp_bytes = 4 * 2 * words, 4 * 2 * groups
+        at_warps = at + classes * row_bytes
+        touched = [_nonzero(rows[index, 0], at + index * row_bytes, written) for index in range(classes)]
+        warped = tuple(
+            _nonzero(warps[index, 0], at_warps + index * warp_bytes, written) for index in range(classes)
+        )
+        lanes = np.arange(WARP_WORDS, dtype=np.int64)
+        spread = [(group[:, None] * WARP_WORDS + lanes).ravel() for group in warped]
+        found = _distinct([*touched, *(lanes_of[lanes_of < words] for lanes_of in spread)], words)
+        bits = self.table.site_bits
+        return Shadow(self.buffer, buffer_bytes, bits, rows, warps, found, warped, agents, epochs, reached)
 
 
 def _distinct(found: Sequence[np.ndarray], count: int) -> np.ndarray:
@@ -244,22 +285,46 @@ def race_reports(table: RaceTable, shadows: Iterable[Shadow]) -> list[RaceReport
 
 
 def _races(table: RaceTable, shadow: Shadow) -> list[RaceReport]:
-    bits = np.uint32(table.site_bits)
-    writes, reads, atomics = (shadow.row(access) for access in (WRITE, READ, ATOMIC))
+    """The races of one buffer's shadow: of its copy 0 merged with its epochs' (module docstring)."""
+    copies = [_racing(table, copy) for copy in (shadow, *shadow.epochs)]
     found = []
+    for kind in KINDS:
+        racing = [found_in[kind] for found_in in copies if kind in found_in]
+        if racing:
+            found += _group(table, shadow, kind, *_merged(racing))
+    return found
+
+
+_Racing = tuple[np.ndarray, np.ndarray, np.ndarray]  # racing words (ascending), their example pairs
+
+
+def _racing(table: RaceTable, shadow: Shadow) -> dict[str, _Racing]:
+    """The words of one copy that race, by kind, with their example pairs."""
+    writes, reads, atomics = (shadow.row(access) for access in (WRITE, READ, ATOMIC))
+    found = {}
     if writes is not None:
         present, least, greatest = writes
-        words = np.flatnonzero(present & ((least >> bits) != (greatest >> bits)))
+        words = np.flatnonzero(present & (shadow.agent(least) != shadow.agent(greatest)))
         first, second = least[words], greatest[words]
         swap = _site(table, first) > _site(table, second)  # one pair of sites, whichever wrote first
         first, second = np.where(swap, second, first), np.where(swap, first, second)
-        found += _group(table, shadow, WRITE_WRITE, words, first, second)
+        found[WRITE_WRITE] = shadow.words[words], first, second
     if reads is not None and writes is not None:
-        found += _pairs(table, shadow, READ_WRITE, reads, writes)
+        found[READ_WRITE] = _pairs(shadow, reads, writes)
     plain = _union(reads, writes)
     if atomics is not None and plain is not None:
-        found += _pairs(table, shadow, ATOMIC_PLAIN, atomics, plain)
+        found[ATOMIC_PLAIN] = _pairs(shadow, atomics, plain)
     return found
+
+
+def _merged(found: list[_Racing]) -> _Racing:
+    """The racing words of several copies (copy 0 first, then the epochs'), each once, with the example
+    of the first copy that has it."""
+    if len(found) == 1:
+        return found[0]
+    words, first, second = (np.concatenate(side) for side in zip(*found, strict=True))
+    distinct, index = np.unique(words, return_index=True)  # the first occurrence of each
+    return distinct, first[index], second[index]
 
 
 def _union(one: _Sides | None, other: _Sides | None) -> _Sides | None:
@@ -269,17 +334,17 @@ def _union(one: _Sides | None, other: _Sides | None) -> _Sides | None:
     return one[0] | other[0], np.minimum(one[1], other[1]), np.maximum(one[2], other[2])
 
 
-def _pairs(table: RaceTable, shadow: Shadow, kind: str, first: _Sides, second: _Sides) -> list[RaceReport]:
-    """The words where some access of `first` and some of `second` are of different invocations."""
-    bits = np.uint32(table.site_bits)
+def _pairs(shadow: Shadow, first: _Sides, second: _Sides) -> _Racing:
+    """The words where some access of `first` and some of `second` are of different agents."""
+    agent = shadow.agent
     present = first[0] & second[0]
-    one_invocation = (first[1] >> bits == first[2] >> bits) & (second[1] >> bits == second[2] >> bits)
-    words = np.flatnonzero(present & ~(one_invocation & (first[1] >> bits == second[1] >> bits)))
+    one_agent = (agent(first[1]) == agent(first[2])) & (agent(second[1]) == agent(second[2]))
+    words = np.flatnonzero(present & ~(one_agent & (agent(first[1]) == agent(second[1]))))
     candidates = [(a[words], b[words]) for a in first[1:] for b in second[1:]]
-    differ = [(a >> bits) != (b >> bits) for a, b in candidates]
+    differ = [agent(a) != agent(b) for a, b in candidates]
     example_first = np.select(differ, [a for a, _ in candidates])
     example_second = np.select(differ, [b for _, b in candidates])
-    return _group(table, shadow, kind, words, example_first, example_second)
+    return shadow.words[words], example_first, example_second
 
 
 def _site(table: RaceTable, packed: np.ndarray) -> np.ndarray:
@@ -293,7 +358,7 @@ def _group(
     if not len(words):
         return []
     keys = _site(table, first).astype(np.int64) * len(table.sites) + _site(table, second)
-    offsets = shadow.words[words] * WORD_BYTES  # `words` are positions among the words touched
+    offsets = words * WORD_BYTES
     return [
         RaceReport(
             kind,
@@ -342,3 +407,16 @@ def read_shadows(
         if other != name:
             raise ShadowError(f"{other} and {name} are both shadows of buffer {shadow.buffer.buffer}")
     return shadows
+
+
+def epochs_left_out(shadows: Iterable[Shadow]) -> str | None:
+    """The warning that some accesses were of barrier epochs past the shadows' copies (`epochsReached`
+    above their count): those were checked against other workgroups' accesses only; None when none."""
+    over = [shadow for shadow in shadows if shadow.epochs_reached > len(shadow.epochs)]
+    if not over:
+        return None
+    kept, reached = len(over[0].epochs), max(shadow.epochs_reached for shadow in over)
+    return (
+        f"--races kept {kept} barrier epochs and the invocations reached {reached}: an access of epoch "
+        f"{kept} or later was checked against other workgroups' only, not within its own workgroup"
+    )

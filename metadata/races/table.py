@@ -39,6 +39,24 @@ word's keys are those of its slot in `rows` with those of its group's slot (`Sha
 and class, of which a word touched by one invocation reads and writes only `greatest`'s 4, and a word a
 warp records together an eighth of a byte. Only buffers with a site that writes or is atomic have a
 shadow (a buffer only ever read cannot race); a buffer records only the classes its sites have.
+
+Barrier epochs (SPEC 14). An invocation's epoch is the number of workgroup barriers it has passed; two
+accesses of one workgroup's invocations race only in one epoch (a barrier orders the others), those of
+invocations of different workgroups in any. A module whose recording entries meet at barriers says so
+in its table (`.epochs`, `epochs` here: the most epochs an invocation can have where every barrier is
+on no cycle, else 0), and each of its shadows is then
+
+    struct { u64 bufferBytes; u32 buffer; u32 classes;                  // written by the runtime
+             u32 epochs; u32 workgroupSize; u32 epochsReached; u32 pad; } header;
+    struct { rows[C]; warps[C]; } copies[1 + epochs];                   // each as the one above
+
+Copy 0 holds every access, whatever its epoch; copy 1 + e the accesses made in epoch e. An access of an
+epoch past the copies (e >= `epochs`, which the runtime chose) is recorded in copy 0 only, and raises
+`epochsReached` to at least e + 1 (one atomic max), so that the runtime can say so or launch again with
+more copies. A word races if copy 0 says so where two accesses are of different workgroups (invocation
+// workgroupSize; a workgroup's invocations are consecutive, so its least and greatest keys still find
+such a pair whenever there is one), or if an epoch copy says so where two are of different
+invocations. Without barriers the header and the one copy are those above, unchanged.
 """
 
 from __future__ import annotations
@@ -57,6 +75,11 @@ VERSION = 1
 WRITE, READ, ATOMIC = "write", "read", "atomic"
 CLASSES = (WRITE, READ, ATOMIC)  # the access classes, in the order of a shadow's rows
 SHADOW_HEADER = struct.Struct("<QII")  # bufferBytes, buffer (its position), classes (a mask of CLASSES)
+# With barrier epochs: then epochs (copies after copy 0), workgroupSize, epochsReached, and 4 bytes of
+# padding that keep the copies 8-byte aligned.
+EPOCHS_HEADER = struct.Struct("<QIIIII4x")
+EPOCHS_AT = SHADOW_HEADER.size  # the byte offset of `epochs` in the header, then workgroupSize's
+REACHED_AT = EPOCHS_AT + 8  # the byte offset of `epochsReached`, which the device raises
 SLOT_BYTES = 8  # a class and word: u32 greatest, u32 notLeast (in two arrays of the row)
 WORD_BYTES = 4
 WARP_WORDS = 32  # the words of a group: a warp's lanes, one word each
@@ -138,14 +161,24 @@ class ShadowBuffer:
     def mask(self) -> int:
         return class_mask(self.classes)
 
-    def shadow_bytes(self, buffer_bytes: int) -> int:
-        """The bytes of the shadow of a `buffer_bytes`-byte data buffer, its header included."""
+    def copy_bytes(self, buffer_bytes: int) -> int:
+        """The bytes of one copy (its rows and warps) of the shadow of a `buffer_bytes`-byte buffer."""
         slots = shadow_words(buffer_bytes) + shadow_groups(buffer_bytes)
-        return SHADOW_HEADER.size + len(self.classes) * slots * SLOT_BYTES
+        return len(self.classes) * slots * SLOT_BYTES
 
-    def header(self, buffer_bytes: int) -> bytes:
-        """The header the runtime writes at the start of the shadow."""
-        return SHADOW_HEADER.pack(buffer_bytes, self.buffer, self.mask)
+    def shadow_bytes(self, buffer_bytes: int, epochs: int | None = None) -> int:
+        """The bytes of the shadow of a `buffer_bytes`-byte data buffer, its header included: one copy,
+        or with barrier epochs (`epochs` copies after copy 0) 1 + `epochs`."""
+        if epochs is None:
+            return SHADOW_HEADER.size + self.copy_bytes(buffer_bytes)
+        return EPOCHS_HEADER.size + (1 + epochs) * self.copy_bytes(buffer_bytes)
+
+    def header(self, buffer_bytes: int, epochs: int | None = None, workgroup_size: int = 1) -> bytes:
+        """The header the runtime writes at the start of the shadow (with barrier epochs: its `epochs`
+        copies after copy 0 and the workgroup size; `epochsReached` 0)."""
+        if epochs is None:
+            return SHADOW_HEADER.pack(buffer_bytes, self.buffer, self.mask)
+        return EPOCHS_HEADER.pack(buffer_bytes, self.buffer, self.mask, epochs, workgroup_size, 0)
 
     def to_map(self) -> dict[str, Any]:
         return {".buffer": self.buffer, ".name": self.name, ".classes": list(self.classes)}
@@ -177,6 +210,9 @@ class RaceTable:
     site_bits: int = 0
     unrecorded: tuple[Unchecked, ...] = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)  # read from a document: rows not used
+    # None: no barriers, one copy a shadow; else barrier epochs: the most an invocation can have where
+    # every barrier is on no cycle, 0 where that is not known (a barrier in a loop)
+    epochs: int | None = None
 
     @property
     def max_invocations(self) -> int:
@@ -195,6 +231,7 @@ class RaceTable:
                 ".buffers": [buffer.to_map() for buffer in self.buffers],
                 ".sites": [site.to_map() for site in self.sites],
                 ".unrecorded": [item.to_map() for item in self.unrecorded],
+                **({} if self.epochs is None else {".epochs": self.epochs}),
             }
         }
 
@@ -212,6 +249,11 @@ class RaceTable:
             site_bits = row_field(found, ".site_bits", integer(0, MAX_SITE_BITS), f"0 to {MAX_SITE_BITS}")
             site_rows, buffer_rows = rows(found, ".sites"), rows(found, ".buffers")
             unrecorded_rows = rows(found, ".unrecorded")
+            epochs = (
+                row_field(found, ".epochs", integer(0, (1 << 32) - 1), "a count of epochs")
+                if ".epochs" in found
+                else None
+            )
         except RowError as failure:
             raise ShadowError(f"{RACES_KEY} cannot be used: {failure}") from None
         warnings: list[str] = []
@@ -231,7 +273,7 @@ class RaceTable:
                     "row's, which is kept"
                 )
         unrecorded = usable_rows(unrecorded_rows, Unchecked.from_map, f"{RACES_KEY} .unrecorded", warnings)
-        return cls(sites, tuple(buffers.values()), site_bits, tuple(unrecorded), tuple(warnings))
+        return cls(sites, tuple(buffers.values()), site_bits, tuple(unrecorded), tuple(warnings), epochs)
 
 
 def _numbered_sites(found: list[Any], site_bits: int, warnings: list[str]) -> tuple[RaceSite, ...]:

@@ -110,7 +110,8 @@ def _common(report: CheckReport) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class SiteReport:
-    """Out-of-bounds accesses through a data buffer (SPEC 11): the offset range, the buffer's size."""
+    """Out-of-bounds accesses through a data buffer (SPEC 11) or a shared global (SPEC 14): the offset
+    range, the buffer's size."""
 
     site: Site
     count: int  # failed checks: one record each
@@ -123,10 +124,16 @@ class SiteReport:
     def line(self) -> str:
         site = self.site
         direction = "from" if site.kind in _READ_KINDS else "to"
+        # A site at position -1 is a shared global's (SPEC 14), whose name says what it is.
+        buffer = (
+            f"{site.buffer_name} ({self.buffer_bytes} bytes)"
+            if site.buffer < 0
+            else f"buffer {site.buffer} ({site.buffer_name}, {self.buffer_bytes} bytes)"
+        )
+        offsets = _span("offset", self.least_offset, self.greatest_offset)
         return (
-            f"out-of-bounds {_access(site)} {direction} buffer {site.buffer} ({site.buffer_name}, "
-            f"{self.buffer_bytes} bytes) at {_span('offset', self.least_offset, self.greatest_offset)} "
-            f"in {site.where()}: {_invocations(self)}"
+            f"out-of-bounds {_access(site)} {direction} {buffer} at {offsets} in {site.where()}: "
+            f"{_invocations(self)}"
         )
 
     def document(self) -> dict[str, Any]:

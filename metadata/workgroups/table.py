@@ -5,10 +5,16 @@ Barrier k (from 0, in the order the lowering numbered them) is a row of `.barrie
 call is in (the entry it was inlined into), the call's number among that function's barrier calls, its
 source line, and the intrinsic it called. Where the code checks that a workgroup's invocations meet
 at the same barrier, the runtime points `@lgc.workgroup.divergence` at one record a barrier, zeroed
-but for the workgroup: `u32 workgroups` (the workgroup rounds in which some invocations waited at it
+but for the workgroup: `u32 workgroups` (the workgroups in which some invocations waited at it
 while others had exited or waited at another barrier), `u32 first` (the least such workgroup's index,
-`NONE` when none). Both are the same whatever the schedule: a workgroup's rounds run on one thread, and
-the records are summed and taken the least of with atomics.
+`NONE` when none). After the records, one `u32` flag a workgroup and barrier, zeroed: workgroup w's
+for barrier k at byte `8 * B + 4 * (w * B + k)` (B barriers), which the nvptx device's checks set as
+they count a workgroup once (`lowering.features.workgroups.barrier_checks`); the cpu's workgroup
+functions count with a flag of their own, on their stack. Both are the same whatever the schedule: a
+workgroup's rounds run on one thread, and the records are summed and taken the least of with atomics.
+There, each check also compares the invocations that met at the barrier with those of the workgroup,
+`@lgc.workgroup.invocations` (`i32`, the launch's invocations, which the runtime sets; 0: not known,
+not compared).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from ..errors import TableError
 WORKGROUPS_KEY = "amdpal.workgroups"
 VERSION = 1
 DIVERGENCE_GLOBAL = "lgc.workgroup.divergence"  # a pointer to the records, one a barrier
+INVOCATIONS_GLOBAL = "lgc.workgroup.invocations"  # i32: the launch's invocations
+FLAG = struct.Struct("<I")  # a workgroup's flag for a barrier: counted
 RECORD = struct.Struct("<II")  # workgroups that diverged there, the least of them
 NONE = 0xFFFFFFFF
 
@@ -52,8 +60,8 @@ class Barrier:
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
-    """A barrier at which invocations of a workgroup did not all meet: in how many workgroup rounds,
-    and the least workgroup."""
+    """A barrier at which invocations of a workgroup did not all meet: in how many workgroups, and the
+    least of them."""
 
     barrier: Barrier
     workgroups: int
@@ -61,8 +69,8 @@ class Divergence:
 
     def line(self) -> str:
         return (
-            f"barrier divergence at {self.barrier.describe()}: in {self.workgroups} workgroup round(s) "
-            f"(the first in workgroup {self.first}) some invocations waited at it while others of their "
+            f"barrier divergence at {self.barrier.describe()}: in {self.workgroups} workgroup(s) "
+            f"(the first is workgroup {self.first}) some invocations waited at it while others of their "
             "workgroup had exited or waited at another barrier (SPEC 14: every invocation of a workgroup "
             "meets the same barrier)"
         )
@@ -84,13 +92,11 @@ class WorkgroupTable:
 
     barriers: tuple[Barrier, ...]
 
-    @property
-    def record_bytes(self) -> int:
-        return RECORD.size * len(self.barriers)
-
-    def initial_records(self) -> bytes:
-        """The records before a run: no workgroup counted, none the least."""
-        return RECORD.pack(0, NONE) * len(self.barriers)
+    def initial_records(self, workgroups: int) -> bytes:
+        """The records before a run of `workgroups` workgroups: no workgroup counted, none the least,
+        and the flags clear."""
+        barriers = len(self.barriers)
+        return RECORD.pack(0, NONE) * barriers + bytes(FLAG.size * barriers * workgroups)
 
     def divergences(self, records: bytes | bytearray | memoryview) -> list[Divergence]:
         """The barriers whose records (as the device left them) counted a divergent workgroup."""

@@ -17,7 +17,13 @@ On the GPU (CuPy and nvcc), 2^24 invocations, one process:
 On the cpu (`--cpu`, no GPU needed): the same kernels through the cpu device, the device's own seconds,
 with against without `--races` (best of `--repeat`), on 1 and 2 threads; and the planted race there.
 
+`--workgroups` (issue 31 item 5): a workgroup kernel on global memory (each invocation stores its word,
+meets the barrier, reads its neighbour's in its workgroup, stores the sum), which races nowhere: the
+device's own seconds with `--races` (barrier epochs) against without, alternating, best of `--repeat`,
+on `--device` (cpu: 1 and 2 threads, 2^`--cpu-log2` invocations; nvptx: 2^`--log2`).
+
     python3 tests/benchmarks/bench_races.py [--cpu] [--log2 24] [--cpu-log2 22] [--repeat 5]
+    python3 tests/benchmarks/bench_races.py --workgroups [--device cpu|nvptx] [--workgroup-size 256]
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from bench_options import gpu_and_cpu_parser
 from bench_validation import KERNELS
 from bench_validation import cpu_ratios as validation_cpu_ratios
 
-from lowering.devices.harness import run_sources
+from lowering.devices.harness import run_lowered, run_sources
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from metadata.races.table import RaceTable
@@ -40,6 +46,31 @@ RACING_IR = KERNELS["memory-bound"].replace(
     "  %dst = getelementptr float, ptr addrspace(7) %out, i64 %w\n",
     "  %half = lshr i64 %w, 1\n  %dst = getelementptr float, ptr addrspace(7) %out, i64 %half\n",
 )
+WORKGROUP_IR = """declare void @lgc.workgroup.barrier()
+declare i32 @lgc.workgroup.local.index()
+declare i32 @lgc.workgroup.size()
+
+define void @main(ptr addrspace(7) %buf, i32 %id, ptr addrspace(7) %words, ptr addrspace(7) %out) {
+entry:
+  %hash = mul i32 %id, -1640531535
+  %own = getelementptr i32, ptr addrspace(7) %words, i32 %id
+  store i32 %hash, ptr addrspace(7) %own, align 4
+  call void @lgc.workgroup.barrier()
+  %local = call i32 @lgc.workgroup.local.index()
+  %size = call i32 @lgc.workgroup.size()
+  %right = add i32 %local, 1
+  %last = icmp eq i32 %right, %size
+  %wrapped = select i1 %last, i32 0, i32 %right
+  %first = sub i32 %id, %local
+  %neighbour = add i32 %first, %wrapped
+  %there = getelementptr i32, ptr addrspace(7) %words, i32 %neighbour
+  %read = load i32, ptr addrspace(7) %there, align 4
+  %sum = add i32 %read, %hash
+  %to = getelementptr i32, ptr addrspace(7) %out, i32 %id
+  store i32 %sum, ptr addrspace(7) %to, align 4
+  ret void
+}
+"""
 CUDA_PROGRAM = r"""
 #include <cstdio>
 #include <cstdlib>
@@ -199,9 +230,50 @@ def racecheck(log2: int, directory: Path) -> str:
     )
 
 
+def workgroup_ratios(invocations: int, size: int, repeat: int, device: str) -> list[str]:
+    """The workgroup kernel's seconds on `device` with `--races` against without (alternating runs, the
+    best of `repeat` each), on 1 and 2 threads on the cpu; every run finds no race."""
+    lowered = {
+        races: lower_sources([Source("workgroup", WORKGROUP_IR)], device, races=races)
+        for races in (False, True)
+    }
+    data = [bytes(4 * invocations), bytes(4 * invocations)]
+    lines = []
+    for threads in (1, 2) if device == "cpu" else (1,):
+        seconds: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(repeat):
+            for races in (False, True):
+                result = run_lowered(
+                    lowered[races],
+                    device=device,
+                    invocations=invocations,
+                    threads=threads,
+                    workgroup_size=size,
+                    data_buffers=data,
+                )
+                assert result.status.seconds is not None and not result.device_lost
+                assert not races or result.parts["races"].races == (), result.parts["races"].races
+                seconds[races].append(result.status.seconds)
+        plain, recorded = min(seconds[False]), min(seconds[True])
+        lines.append(
+            f"workgroups, {device}, {threads} thread(s), 2^{invocations.bit_length() - 1} invocations in "
+            f"workgroups of {size}, one barrier: plain {plain * 1e3:.2f} ms, with --races "
+            f"{recorded * 1e3:.2f} ms, ratio {recorded / plain:.3f}"
+        )
+        print(lines[-1], flush=True)
+    return lines
+
+
 def main() -> None:
     parser = gpu_and_cpu_parser(__doc__.splitlines()[0])
+    parser.add_argument("--workgroups", action="store_true", help="the workgroup kernel only")
+    parser.add_argument("--device", choices=("cpu", "nvptx"), default="cpu", help="with --workgroups")
+    parser.add_argument("--workgroup-size", type=int, default=256, help="with --workgroups (default: 256)")
     args = parser.parse_args()
+    if args.workgroups:
+        log2 = args.cpu_log2 if args.device == "cpu" else args.log2
+        workgroup_ratios(1 << log2, args.workgroup_size, args.repeat, args.device)
+        return
     if args.cpu:
         print("\n".join(cpu_ratios(1 << args.cpu_log2, args.repeat)), flush=True)
         print(planted(1 << args.cpu_log2, "cpu"), flush=True)

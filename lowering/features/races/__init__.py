@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..feature import Command, Feature, Option, RunReport
+from ..feature import Command, Feature, Option, Relaunch, RunReport
 
 NAME = "races"  # where the context, the lowered module and the run keep its parts
 
@@ -65,6 +65,11 @@ class Races(Feature):
         from .runtime import shadows_of
 
         return shadows_of(part, slots), printf
+
+    def relaunch(self, part: Any, run_part: Any) -> Relaunch | None:
+        from .runtime import relaunch
+
+        return relaunch(run_part)
 
     def guards(self, slots: Any) -> Sequence[tuple[str, Any]]:
         from .runtime import shadow_guards

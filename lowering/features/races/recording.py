@@ -29,6 +29,16 @@ cannot (its address is taken), and those of a size not known, are counted in `.u
 
 The pass runs after validation's, so that a checked access's record is inside the block that runs only
 when the check passes: an access out of bounds is skipped and not recorded.
+
+Barrier epochs (SPEC 14, `metadata.races.table`). Where an entry meets at workgroup barriers (the
+whole workgroup's, `workgroups.constructs`), every entry gets an epoch counter (`%<prefix>races.epoch`,
+an `alloca` stored 0, and after each barrier loaded, increased and stored), which a function still
+called is passed as one more parameter; each access is then recorded twice: into copy 0 as above, and
+by `@races.epoch.<helper>` into the copy of its epoch, or, past the copies the runtime allocated,
+raising the header's `epochsReached`. The workgroups pass runs after this one: on the cpu the counter
+is an invocation's own memory like any `alloca` across a barrier, on a GPU a register. A barrier in a
+function still called (not inlined into an entry) is not counted: a warning says so. A module without
+barriers is recorded as it was before epochs.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from dataclasses import dataclass
 from metadata.races.table import (
     ATOMIC,
     CLASSES,
+    EPOCHS_HEADER,
     RACES_SHADOW_GLOBAL,
     READ,
     SHADOW_HEADER,
@@ -62,9 +73,10 @@ from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
 from ...services.direct_calls import DirectCalls
 from ...services.printf_sites import ID_PARAMETER
 from ...services.warp_aggregation import SHUFFLE_WHOLE_WARP
-from ...targets.machines import module_layout
+from ...targets.machines import alloca_address_space, module_layout
 from ...targets.target import Target
 from . import NAME
+from .epochs import Barriers, copy_lines, epoch_helpers
 
 _WORD_SHIFT = WORD_BYTES.bit_length() - 1
 _GROUP_SHIFT = WARP_WORDS.bit_length() - 1
@@ -87,8 +99,8 @@ SIZE_UNKNOWN = "an access of a type whose size is not known"
 
 def run(context: PassContext) -> None:
     """Record every data-buffer access that can race into its buffer's shadow; the table goes to the
-    context."""
-    context.parts[NAME] = record(context.module, context.target, context.prefix)
+    context, what it did not count to its warnings."""
+    context.parts[NAME] = record(context.module, context.target, context.prefix, context.warnings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +131,17 @@ class _Found:
         return (self.buffer,) if self.buffer is not None else range(len(self.frame.bases))
 
 
-def record(module: Module, target: Target, prefix: str) -> RaceTable:
+def record(module: Module, target: Target, prefix: str, warnings: list[str] | None = None) -> RaceTable:
     """Record the accesses of `module`'s entries that can race (see the module docstring); the table.
-    Names it adds start with `prefix`."""
-    found, unrecorded = _Finder(module, prefix, TypeSizes(module_layout(target.name)[1])).find()
+    Names it adds start with `prefix`; a barrier not counted as an epoch is said in `warnings`."""
+    finder = _Finder(module, prefix, TypeSizes(module_layout(target.name)[1]))
+    found, unrecorded = finder.find()
     buffers = _shadowed(found, _buffer_names(module))
     recorded = [item for item in found if any(k in buffers for k in item.buffers())]
     sites = tuple(_site(module, number, item) for number, item in enumerate(recorded))
+    barriers = Barriers(module, finder.entries) if recorded else None
+    if barriers is not None and warnings is not None:
+        warnings += barriers.not_counted()
     table = RaceTable(
         sites,
         tuple(buffers.values()),
@@ -134,10 +150,14 @@ def record(module: Module, target: Target, prefix: str) -> RaceTable:
             Unchecked(function, source, count, reason)
             for (function, source, reason), count in unrecorded.items()
         ),
+        epochs=barriers.epochs() if barriers is not None else None,
     )
     if recorded:
         count = max(len(item.frame.bases) for item in found)  # K of `[K x ptr]`
         _Recording(module, target, prefix, table, count).add(recorded)
+        if table.epochs is not None:
+            assert barriers is not None
+            barriers.count(prefix, target)
     return table
 
 
@@ -243,10 +263,11 @@ def _site(module: Module, number: int, item: _Found) -> RaceSite:
     return RaceSite(site, item.access_class)
 
 
-def _pass_frames(module: Module, recorded: list[_Found], prefix: str) -> None:
+def _pass_frames(module: Module, recorded: list[_Found], prefix: str, counter: str | None) -> None:
     """Give each function still called that records (and its callers up to the entries) the invocation
-    ID (unless it has printf's or validation's already) and the data buffers as more parameters, and
-    make every call of it pass its caller's."""
+    ID (unless it has printf's or validation's already), the data buffers and the epoch counter
+    (`counter`, typed, where there is one) as more parameters, and make every call of it pass its
+    caller's."""
     passed = {item.function.name: item.frame for item in recorded if item.frame.passed}
     if not passed:
         return
@@ -258,7 +279,7 @@ def _pass_frames(module: Module, recorded: list[_Found], prefix: str) -> None:
     for name in giving:
         function = module.functions[name]
         has_invocation = frame.invocation in (parameter.value for parameter in function.parameters)
-        bases = [f"{RUNTIME_BUFFER_TYPE} {base}" for base in frame.bases]
+        bases = [f"{RUNTIME_BUFFER_TYPE} {base}" for base in frame.bases] + ([counter] if counter else [])
         function.add_parameters(", ".join(([] if has_invocation else [f"i32 {frame.invocation}"]) + bases))
         added[not has_invocation].add(name)
 
@@ -270,7 +291,7 @@ def _pass_frames(module: Module, recorded: list[_Found], prefix: str) -> None:
                 if entry is not None
                 else (frame.invocation, frame.bases)
             )
-            typed = [f"{RUNTIME_BUFFER_TYPE} {base}" for base in bases]
+            typed = [f"{RUNTIME_BUFFER_TYPE} {base}" for base in bases] + ([counter] if counter else [])
             return ", ".join(([f"i32 {invocation}"] if with_invocation else []) + typed)
 
         return of
@@ -288,13 +309,16 @@ class _Recording:
         self.module = module
         self.table = table
         self.prefix = prefix
-        self.names = f"{prefix}races."
+        self.names = names_of(prefix)
         self.shadow_type = target.global_pointer_type
         self.count = count
         self.per_warp = target.races_per_warp
+        self.epochs = table.epochs is not None
+        space = alloca_address_space(target.name)
+        self.counter = f"{f'ptr addrspace({space})' if space else 'ptr'} %{names_of(prefix)}epoch"
 
     def add(self, recorded: list[_Found]) -> None:
-        _pass_frames(self.module, recorded, self.prefix)
+        _pass_frames(self.module, recorded, self.prefix, self.counter if self.epochs else None)
         by_function: dict[str, list[tuple[int, _Found]]] = {}
         for number, item in enumerate(recorded):
             by_function.setdefault(item.function.name, []).append((number, item))
@@ -313,6 +337,8 @@ class _Recording:
         if self.per_warp:
             declarations += _WARP_INTRINSICS
             helpers.append(_lanes_helper(self.names, self.shadow_type, self.table.site_bits))
+        if self.epochs:
+            helpers += epoch_helpers(self.names, self.shadow_type, self.per_warp)
         for declaration in declarations:
             self.module.add_declaration(f"declare {declaration}")
         for helper in helpers:
@@ -357,14 +383,19 @@ class _Recording:
             else:
                 lines.append(f"{shadow}.any = load ptr, ptr {at}, align 8")
                 lines.append(f"{shadow} = addrspacecast ptr {shadow}.any to {shadow_type}")
+            header = EPOCHS_HEADER if self.epochs else SHADOW_HEADER
             lines += [
                 f"%{names}bytes{k} = load i64, {shadow_type} {shadow}, align 8",
                 f"%{names}bytes{k}.up = add i64 %{names}bytes{k}, 3",
                 f"%{names}words{k} = lshr i64 %{names}bytes{k}.up, {_WORD_SHIFT}",
-                f"%{names}rows{k} = getelementptr i8, {shadow_type} {shadow}, i64 {SHADOW_HEADER.size}",
+                f"%{names}rows{k} = getelementptr i8, {shadow_type} {shadow}, i64 {header.size}",
             ]
             if self.per_warp:
                 lines += self._warps(k)
+            if self.epochs:
+                buffer = self.table.buffer(k)
+                assert buffer is not None
+                lines += copy_lines(names, k, f"{shadow_type} {shadow}", len(buffer.classes))
         return [Instruction(line) for line in lines]
 
     def _warps(self, k: int) -> list[str]:
@@ -394,6 +425,9 @@ class _Recording:
             prefix = f"{names}lanes{number}."
             found, pieces = masked_lanes.each_lane(access.pointer, access.pointer_type, access.lanes, prefix)
             lines += [Instruction(line) for line in found]
+        epoch = f"%{names}epoch.at{number}"
+        if self.epochs:
+            lines.append(Instruction(f"{epoch} = load i32, {self.counter}, align 4"))
         for k in item.buffers():
             shadow = self.table.buffer(k)
             if shadow is None:
@@ -407,6 +441,12 @@ class _Recording:
                 )
                 call = self._call(item, k, where, bytes_, who)
                 lines.append(Instruction(f"call void @{names}{call}{debug}"))
+                if self.epochs:
+                    helper, arguments = call.split("(", 1)
+                    copies = f"{self.shadow_type} %{names}shadow{k}, i64 %{names}copy{k}"
+                    epochs = f"i32 %{names}epochs{k}, i32 {epoch}"
+                    into = f"@{names}epoch.{helper}({copies}, {epochs}, {arguments}"
+                    lines.append(Instruction(f"call void {into}{debug}"))
         return lines
 
     def _call(self, item: _Found, k: int, where: str, size: str, who: str) -> str:
@@ -424,6 +464,11 @@ class _Recording:
         if one_word and aligned:
             return f"word({where}, {who})"
         return f"range({where}, i64 {size}, {who})"
+
+
+def names_of(prefix: str) -> str:
+    """The start of the names the pass adds."""
+    return f"{prefix}races."
 
 
 def _helpers(names: str, shadow: str) -> list[str]:

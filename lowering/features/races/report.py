@@ -14,7 +14,7 @@ from metadata.races.table import RACES_KEY, SHADOW_HEADER, RaceTable, ShadowErro
 from ...cli.commands import InputError, one_table, read_bytes, warn
 from ...devices.device import Image
 from ..feature import RunReport
-from .runtime import RaceRun, unrecorded_notes
+from .runtime import RaceRun, epoch_notes, unrecorded_notes
 
 
 def run_report(run: RaceRun) -> RunReport:
@@ -54,6 +54,7 @@ def decode_shadows(elves: Sequence[tuple[str, bytes]], paths: Sequence[str]) -> 
         for buffer in table.buffers
         if buffer.buffer not in given
     ]
+    notes += epoch_notes(shadows)
     return RaceRun(tuple(race_reports(table, shadows)), notes=tuple(notes))
 
 

@@ -69,6 +69,7 @@ from ...services.buffer_accesses import (
 )
 from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
 from ...services.helpers import ABORT, PRINTF, Argument, Helper, classify, signed64
+from ...services.shared_memory import SHARED_POINTER_TYPE, SharedGlobal, SharedPointers, shared_globals
 from ...targets.machines import alloca_address_space, module_layout
 from ...targets.runtime_globals import DATA_SIZES_GLOBAL
 from . import NAME, helpers
@@ -82,6 +83,7 @@ _READS = frozenset({"load", "atomic", "memcpy", "memmove"}) | masked_lanes.READI
 _WRITES = frozenset({"store", "atomic", "memset"}) | (masked_lanes.KINDS - masked_lanes.READING)
 _Lanes = tuple[list[str], list[tuple[str, str]]]  # a masked access's lines and (pointer, bytes) a lane
 _SIZE_UNKNOWN = "an access of a type whose size is not known"
+_SHARED_UNKNOWN = "a pointer into shared memory that derives from no one shared global"
 
 
 def run(context: PassContext) -> None:
@@ -144,6 +146,8 @@ class _Sites:
         self.sizes = TypeSizes(module_layout(context.target.name)[1])
         self.references = self.module.reference_counts()  # as the pass found the module
         self.entries = _entries(self.module, self.references)
+        self.shared = shared_globals(self.module, self.sizes)
+        self.shared_pointers: dict[str, SharedPointers] = {}  # by function, as the pass found it
         self.writers = _Writers(context)
         self.sites: list[Site] = []
         self.unchecked: Counter[tuple[str, str | None, str]] = Counter()
@@ -298,6 +302,9 @@ class _AccessChecks(_InitChecks):
             checked.insert(list(found.lines))
             spanned = replace(access, pointer=found.start, bytes=found.bytes, idle=found.idle)
             checked = replace(checked, access=spanned)
+        if checked.shared is not None:
+            self._shared_access(checked, size, source, masked=lanes is not None)
+            return
         entry, root = checked.entry, checked.root
         if entry is not None and root is not None:
             if in_bounds(offsets.get(access.pointer), size, entry.minimum_bytes[root]):
@@ -312,6 +319,23 @@ class _AccessChecks(_InitChecks):
             return
         site = self._site(access.kind, size, -1, "", function, source, RANGE)
         self._range(checked, site, lanes)
+
+    def _shared_access(
+        self, checked: CheckedAccess, size: int | None, source: str | None, masked: bool
+    ) -> None:
+        """An access through a shared global (SPEC 14): a constant offset inside it needs no check; any
+        other is checked against its size, a constant. Its site names it as its buffer, at position -1
+        (`shared @tile`). A global whose size is not known is left unchecked, with why."""
+        assert checked.shared is not None
+        shared, function = checked.shared.shared, checked.function
+        if shared.bytes is None:
+            self.unchecked[function.name, source, f"{shared.label} is {shared.unsized}"] += 1
+            return
+        if not masked and in_bounds(checked.shared.offset, size, shared.bytes):
+            self.removed += 1
+            return
+        site = self._site(checked.access.kind, size, -1, shared.label, function, source, BOUNDS)
+        self._shared_bounds(checked, site, shared)
 
     def _bounds(self, checked: CheckedAccess, site: Site) -> str:
         """The check against the size of the access's data buffer; the offset's IR value."""
@@ -338,6 +362,36 @@ class _AccessChecks(_InitChecks):
         report = [self.writers.call(site, checked.frame, values, checked.debug)]
         checked.guard(lines, _ok(lines, names, access), report, names, result_type=_result_type(access))
         return f"%{names}offset"
+
+    def _shared_bounds(self, checked: CheckedAccess, site: Site, shared: SharedGlobal) -> None:
+        """The check against a shared global's size: the offset in the width of the access's pointers
+        (32 bits for AMDGPU's shared memory, which starts at address 0), sign-extended, so that an
+        access below the global is a negative offset. An access through a pointer of another address
+        space (a generic one cast from it) is measured from the global cast to that space."""
+        names = self._names()
+        access = checked.access
+        pointer_type = access.pointer_type
+        bits = self.sizes.pointer_bits(_address_space(pointer_type))
+        lines = []
+        base = shared.reference
+        if pointer_type != SHARED_POINTER_TYPE:
+            lines.append(f"%{names}global = addrspacecast {SHARED_POINTER_TYPE} {base} to {pointer_type}")
+            base = f"%{names}global"
+        offset = f"%{names}offset"
+        difference = offset if bits == 64 else f"%{names}difference"
+        lines += [
+            f"%{names}address = ptrtoint {pointer_type} {access.pointer} to i{bits}",
+            f"%{names}base = ptrtoint {pointer_type} {base} to i{bits}",
+            f"{difference} = sub i{bits} %{names}address, %{names}base",
+            *([f"{offset} = sext i{bits} {difference} to i64"] if bits < 64 else []),
+            f"%{names}end = add i64 {offset}, {access.bytes}",
+            f"%{names}low = icmp sge i64 {offset}, 0",
+            f"%{names}high = icmp ule i64 %{names}end, {shared.bytes}",
+            f"%{names}ok = and i1 %{names}low, %{names}high",
+        ]
+        values = [f"i64 {offset}", f"i64 {shared.bytes}"]
+        report = [self.writers.call(site, checked.frame, values, checked.debug)]
+        checked.guard(lines, _ok(lines, names, access), report, names, result_type=_result_type(access))
 
     def _range(self, checked: CheckedAccess, site: Site, lanes: _Lanes | None = None) -> None:
         """The check against the table of live ranges; with `init`, then the shadow of the range found."""
@@ -399,6 +453,8 @@ class _ModuleChecks(_AccessChecks):
             frame = frames.get(function.name)
             if frame is not None:
                 self.run_on(function, frame)
+            elif BOUNDS in self.checks and self.shared:
+                self._count_shared(function)
         for function in self.module.definitions():
             frame = frames.get(function.name)
             if frame is not None and frame.prologue and function.blocks:
@@ -413,12 +469,33 @@ class _ModuleChecks(_AccessChecks):
         for _, instruction in function.instructions():
             opcode = instruction.opcode
             if BOUNDS in self.checks and any(
-                access.pointer_type == RUNTIME_BUFFER_TYPE for access in accesses(instruction, self.sizes)
+                access.pointer_type == RUNTIME_BUFFER_TYPE or self._pointers(function).of(access.pointer)
+                for access in accesses(instruction, self.sizes)
             ):
                 return True
             if UB in self.checks and (opcode in UB_OPCODES or opcode == UNREACHABLE):
                 return True
         return False
+
+    def _unattributed(self, function: Function, instruction: Instruction) -> None:
+        """An access through a shared-memory pointer that derives from no one shared global (a select of
+        two, a parameter of a function not inlined): unchecked, and counted."""
+        self.unchecked[function.name, source_of(self.module, instruction), _SHARED_UNKNOWN] += 1
+
+    def _count_shared(self, function: Function) -> None:
+        """The accesses through shared-memory pointers of a function without checks (`needs_checks`:
+        none derives from a shared global), each counted unchecked."""
+        for _, instruction in function.instructions():
+            for access in accesses(instruction, self.sizes):
+                if access.pointer_type == SHARED_POINTER_TYPE:
+                    self._unattributed(function, instruction)
+
+    def _pointers(self, function: Function) -> SharedPointers:
+        """The pointers of `function` that derive from a shared global, as the pass found it (for
+        `needs_checks`, which the frames ask more than once a function)."""
+        if function.name not in self.shared_pointers:
+            self.shared_pointers[function.name] = SharedPointers(function, self.shared, self.sizes)
+        return self.shared_pointers[function.name]
 
     def run_on(self, function: Function, frame: Frame) -> None:
         """Check the instructions of `function`."""
@@ -426,6 +503,7 @@ class _ModuleChecks(_AccessChecks):
         entry = self.entries.get(function.name)
         roots = derivations(function, entry) if entry is not None else {}
         offsets = constant_offsets(function, entry, self.sizes) if entry is not None else {}
+        shared = SharedPointers(function, self.shared, self.sizes)  # loops versioned above included
         definitions = _definitions(function)
         previous: Instruction | None = None
         for block, instruction in list(function.instructions()):
@@ -437,6 +515,12 @@ class _ModuleChecks(_AccessChecks):
                         root = roots.get(access.pointer)
                         checked = CheckedAccess(function, frame, instruction, access, entry, root)
                         self._access(checked, offsets)
+                    elif (pointer := shared.of(access.pointer)) is not None:
+                        self._access(
+                            CheckedAccess(function, frame, instruction, access, None, None, pointer), {}
+                        )
+                    elif access.pointer_type == SHARED_POINTER_TYPE:
+                        self._unattributed(function, instruction)
             if UB in self.checks and instruction.opcode in UB_OPCODES:
                 self._undefined(function, frame, instruction, definitions)
             if UB in self.checks and instruction.opcode == UNREACHABLE and not self._ends_call(previous):
@@ -525,6 +609,12 @@ def _result_type(access: Access) -> str | None:
     """The type of the value a skipped access yields where the guard cannot read it: a masked load's
     or gather's vector."""
     return access.lanes.vector if access.lanes is not None and not access.writes else None
+
+
+def _address_space(pointer_type: str) -> int:
+    """N of `ptr addrspace(N)`; 0 for `ptr`."""
+    inside = pointer_type.removeprefix("ptr addrspace(").removesuffix(")")
+    return int(inside) if inside.isdigit() else 0
 
 
 def _definitions(function: Function) -> dict[str, Instruction]:

@@ -12,6 +12,7 @@ from ...ir.instructions import Instruction
 from ...ir.opcodes import CASTS, FLOAT_ARITHMETIC, INTEGER_ARITHMETIC
 from ...ir.types import parse_type
 from ...services.buffer_accesses import Access, Entry
+from ...services.shared_memory import SharedPointer
 from .check_frames import Frame
 
 
@@ -81,11 +82,13 @@ class Checked:
 
 @dataclass
 class CheckedAccess(Checked):
-    """An access being checked, with the entry and data buffer it is attributed to (None: none)."""
+    """An access being checked, with the entry and data buffer it is attributed to (None: none), or
+    the shared global (SPEC 14)."""
 
     access: Access
     entry: Entry | None
     root: int | None
+    shared: SharedPointer | None = None
 
     @property
     def is_destination(self) -> bool:

@@ -29,7 +29,8 @@ class Workgroups(Feature):
     def after_inlining(self, context: Any, setting: Any) -> None:
         """A module with no construct (nor, for a GPU target, a workgroup scope to rename; for the cpu,
         shared memory) is left as it is, the passes' machinery not even imported (issue 35)."""
-        from .constructs import construct_calls, scoped_instructions, shared_globals
+        from ...services.shared_memory import shared_variables
+        from .constructs import construct_calls, scoped_instructions
 
         module = context.module
         if context.target.workgroup_intrinsics is not None:
@@ -37,7 +38,7 @@ class Workgroups(Feature):
                 from . import intrinsics
 
                 intrinsics.run(context)
-        elif construct_calls(module) or shared_globals(module):
+        elif construct_calls(module) or shared_variables(module):
             from . import workgroup_functions
 
             workgroup_functions.run(context)

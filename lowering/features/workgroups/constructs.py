@@ -26,10 +26,8 @@ from dataclasses import dataclass
 from ...ir.functions import Block, Function
 from ...ir.instructions import Instruction
 from ...ir.lexer import bare_name
-from ...ir.module import GlobalVariable, Module
+from ...ir.module import Module
 
-SHARED_ADDRESS_SPACE = 3
-SHARED_WORD = f"addrspace({SHARED_ADDRESS_SPACE})"
 DIMENSIONS = "xyz"
 
 
@@ -71,6 +69,7 @@ class Family:
     queries: dict[Kind, str | None]
     scope: str
     own: re.Pattern[str]  # the names of the family's intrinsics, kept as they are on its targets
+    checks_divergence: bool = False
 
     def query(self, construct: Construct) -> str | None:
         spelled = self.queries.get(construct.kind)
@@ -90,6 +89,7 @@ NVVM = Family(
     },
     "block",
     re.compile(r"llvm\.nvvm\..*"),
+    checks_divergence=True,
 )
 AMDGCN = Family(
     "amdgcn",
@@ -167,15 +167,6 @@ def construct_calls(module: Module) -> list[ConstructCall]:
             if construct is not None:
                 found.append(ConstructCall(function, block, instruction, callee, construct))
     return found
-
-
-def shared_globals(module: Module) -> list[GlobalVariable]:
-    """The module's shared-memory variables: its `addrspace(3)` globals."""
-    return [
-        variable
-        for variable in module.globals.values()
-        if variable.definition.is_variable and SHARED_WORD in variable.definition.words
-    ]
 
 
 def scoped_instructions(module: Module, scope: str | None = None) -> list[tuple[Block, Instruction]]:

@@ -16,6 +16,7 @@ from ...ir.functions import Block
 from ...ir.instructions import Instruction
 from ...services.context import PassContext
 from . import NAME
+from .barrier_checks import add_checking_barrier, call_checking_barrier
 from .constructs import (
     FAMILIES,
     NUMBERED_BARRIERS,
@@ -43,8 +44,10 @@ def run(context: PassContext) -> None:
     for block, instruction in scoped:
         edits.setdefault(block, {})[instruction] = [scope_renamed(instruction, foreign, family.scope)]
     declarations: set[str] = set()
+    barriers = [call for call in calls if call.construct.kind is Kind.BARRIER]
+    numbers = {id(call): number for number, call in enumerate(barriers)}
     for call in calls:
-        lowered = _lowered(context, family, call, declarations)
+        lowered = _lowered(context, family, call, declarations, numbers.get(id(call)))
         if lowered is not None:
             replacing = edits.setdefault(call.block, {})
             replacing[call.instruction] = [scope_renamed(line, foreign, family.scope) for line in lowered]
@@ -53,8 +56,10 @@ def run(context: PassContext) -> None:
         block.rewrite(replacements)
     for declaration in sorted(declarations):
         module.add_declaration(declaration)
-    barriers = [call for call in calls if call.construct.kind is Kind.BARRIER]
-    context.parts[NAME] = WorkgroupPart(barrier_sites(module, barriers))
+    checks = family.checks_divergence and bool(barriers)
+    if checks:
+        add_checking_barrier(module, context.prefix, len(barriers))
+    context.parts[NAME] = WorkgroupPart(barrier_sites(module, barriers), records_divergence=checks)
 
 
 def _foreign_scope(family: Family) -> str:
@@ -63,12 +68,13 @@ def _foreign_scope(family: Family) -> str:
 
 
 def _lowered(
-    context: PassContext, family: Family, call: ConstructCall, declarations: set[str]
+    context: PassContext, family: Family, call: ConstructCall, declarations: set[str], barrier: int | None
 ) -> list[Instruction] | None:
     """What the call becomes on the family's target (None: it stays), adding the declarations it needs
     to `declarations`; a problem of the module for a construct the target cannot spell. The family's own
-    intrinsics stay, but a barrier of the whole workgroup, which becomes the family's one barrier (on
-    nvptx not `.aligned`: a barrier some lanes of a warp skip then waits for no one who has exited)."""
+    intrinsics stay, but a barrier of the whole workgroup (the module's number `barrier`), which becomes
+    the family's one barrier, or on nvptx the checking barrier (`barrier_checks`), which, like
+    `barrier.sync`, is not `.aligned` and waits for no one who has exited."""
     construct, instruction = call.construct, call.instruction
     own = family.own.fullmatch(call.callee) is not None
     numbered = call.callee in NUMBERED_BARRIERS and _barrier_number(instruction) != "0"
@@ -84,10 +90,12 @@ def _lowered(
             _problem(context, call, what)
         return None
     if construct.kind is Kind.BARRIER:
+        ending = attachments_of(instruction)
+        if family.checks_divergence and barrier is not None:
+            return [Instruction(call_checking_barrier(context.prefix, barrier) + ending)]
         if any(f"@{call.callee}(" in line for line in family.barrier):
             return None
         declarations.update(family.declarations)
-        ending = attachments_of(instruction)
         return [Instruction(line + ending) for line in family.barrier]
     if own:
         return None

@@ -8,8 +8,8 @@ workgroup's invocations, and with barriers over rounds from barrier to barrier.
     <the entry's blocks>: a barrier k stores state k and goes to `next`; a return stores EXITED
     next:     what i reached (k, EXITED) folded into the round's least and greatest; i + 1
     released: all EXITED: done; all at one barrier: the next round; else divergence, each barrier
-              some invocation waits at recorded once (`@lgc.workgroup.divergence`), then the next
-              round, each invocation resuming where it waits
+              some invocation waits at recorded once a workgroup (`@lgc.workgroup.divergence`), then
+              the next round, each invocation resuming where it waits
 
 Where every invocation meets every barrier once, in one order (no barrier on a cycle or under a
 branch), the rounds are known before they run: a loop over the invocations for each region between
@@ -169,6 +169,7 @@ def round_blocks(
                 *frame.setup,
                 f"{local('states')} = alloca i32, i32 {local('size')}",
                 f"{local('seen')} = alloca [{seen} x i8]",
+                f"call void @llvm.memset.p0.i64(ptr {local('seen')}, i8 0, i64 {seen}, i1 false)",
                 *_group(frame),
                 f"br label {local('round')}",
             ],
@@ -225,15 +226,16 @@ def round_blocks(
                 f"br i1 {local('met')}, label {local('round')}, label {local('diverged')}",
             ],
         ),
-        *_records(frame, seen, first_barrier),
+        *_records(frame, first_barrier),
         frame.block("done", ["ret void"]),
     ]
     return [*first, *(function.blocks or []), *last]
 
 
-def _records(frame: Frame, barriers: int, first_barrier: int) -> list[Block]:
+def _records(frame: Frame, first_barrier: int) -> list[Block]:
     """Divergence: each barrier an invocation waits at after a round that did not all meet at one is
-    recorded once a round (its record's workgroups + 1, its least workgroup the least)."""
+    recorded once a workgroup (its record's workgroups + 1, its least workgroup the least): `seen`,
+    cleared as the workgroup starts, holds the barriers recorded."""
     local = frame.local
     j, states, records = local("j"), local("states"), local("records")
     global_ = global_name(DIVERGENCE_GLOBAL)
@@ -243,20 +245,13 @@ def _records(frame: Frame, barriers: int, first_barrier: int) -> list[Block]:
             [
                 f"{records} = load ptr, ptr {global_}",
                 f"{local('recording')} = icmp ne ptr {records}, null",
-                f"br i1 {local('recording')}, label {local('scan.start')}, label {local('recorded')}",
-            ],
-        ),
-        frame.block(
-            "scan.start",
-            [
-                f"call void @llvm.memset.p0.i64(ptr {local('seen')}, i8 0, i64 {barriers}, i1 false)",
-                f"br label {local('scan')}",
+                f"br i1 {local('recording')}, label {local('scan')}, label {local('recorded')}",
             ],
         ),
         frame.block(
             "scan",
             [
-                f"{j} = phi i32 [ 0, {local('scan.start')} ], [ {local('j.next')}, {local('scanned')} ]",
+                f"{j} = phi i32 [ 0, {local('diverged')} ], [ {local('j.next')}, {local('scanned')} ]",
                 f"{local('j.at')} = getelementptr i32, ptr {states}, i32 {j}",
                 f"{local('waits')} = load i32, ptr {local('j.at')}",
                 f"{local('j.exited')} = icmp eq i32 {local('waits')}, {EXITED}",

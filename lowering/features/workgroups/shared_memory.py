@@ -20,7 +20,7 @@ from ...ir.instructions import Instruction
 from ...ir.lexer import Token, bare_name, closing, text_of
 from ...ir.opcodes import CASTS
 from ...ir.values import CONSTANT_OPCODES
-from .constructs import SHARED_WORD
+from ...services.shared_memory import SHARED_WORD
 from .frame import Frame
 
 _HOISTED = CASTS | {"getelementptr"}  # constant expressions an instruction of the same form can be

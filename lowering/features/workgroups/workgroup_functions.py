@@ -27,8 +27,9 @@ from ...ir.lexer import bare_name, global_name, global_references
 from ...ir.module import GlobalVariable, Line, Module
 from ...services.buffer_accesses import Entry, all_entries, inline_into_entries
 from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
+from ...services.shared_memory import shared_variables
 from . import NAME
-from .constructs import ConstructCall, Kind, construct_calls, shared_globals
+from .constructs import ConstructCall, Kind, construct_calls
 from .shared_memory import SharedInstance
 from .sites import WorkgroupPart, barrier_sites
 from .workgroup_function import WorkgroupFunction
@@ -36,7 +37,7 @@ from .workgroup_function import WorkgroupFunction
 
 def run(context: PassContext) -> None:
     """Give each entry that uses workgroup constructs its workgroup function; the part names the barriers."""
-    if not construct_calls(context.module) and not shared_globals(context.module):
+    if not construct_calls(context.module) and not shared_variables(context.module):
         return
     entries, holders = _entries_and_holders(context.module)
     if not holders.keys() <= entries.keys():
@@ -55,7 +56,7 @@ def run(context: PassContext) -> None:
             records |= built.records_divergence
     context.raise_problems()
     references = module.reference_counts()
-    for variable in shared_globals(module):
+    for variable in shared_variables(module):
         if references[variable.name] <= 1:
             module.remove(variable)
     if records:
@@ -78,7 +79,7 @@ def _entries_and_holders(module: Module) -> tuple[dict[str, Entry], dict[str, st
             "barriers" if call.construct.kind in (Kind.BARRIER, Kind.OTHER_BARRIER) else "workgroup indices"
         )
         uses.setdefault(call.function.name, set()).add(what)
-    shared = {variable.name for variable in shared_globals(module)}
+    shared = {variable.name for variable in shared_variables(module)}
     for function in module.definitions():
         if shared and not shared.isdisjoint(map(bare_name, global_references(str(function)))):
             uses.setdefault(function.name, set()).add("shared memory")
@@ -116,7 +117,7 @@ def _check(context: PassContext, module: Module, entries: dict[str, Entry], hold
                 f"@{call.callee} in @{call.function.name}: the cpu runs only barriers of the whole "
                 "workgroup (@lgc.workgroup.barrier, @llvm.amdgcn.s.barrier, @llvm.nvvm.barrier0)",
             )
-    for variable in shared_globals(module):
+    for variable in shared_variables(module):
         if variable.definition.external:
             context.problem(
                 None,
@@ -134,7 +135,7 @@ def _check(context: PassContext, module: Module, entries: dict[str, Entry], hold
 
 def _instances(module: Module) -> dict[str, SharedInstance]:
     """Each shared global's type and alignment, by name."""
-    return {variable.name: _instance(variable) for variable in shared_globals(module)}
+    return {variable.name: _instance(variable) for variable in shared_variables(module)}
 
 
 def _instance(variable: GlobalVariable) -> SharedInstance:
