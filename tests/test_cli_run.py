@@ -245,8 +245,42 @@ def test_what_the_device_itself_prints_is_a_warning(capsys, tmp_path):
     assert (status, out, err) == (0, "0\n1\n", "warning: the cpu device printed: hello\n")
 
 
+def test_code_using_a_symbol_defined_nowhere_cannot_run_and_the_error_names_it(capsys, tmp_path):
+    program = program_file(
+        tmp_path, "  %got = call i32 @dprintf_defined_nowhere(i32 %id)\n  br label %done\n"
+    )
+    with open(program, "a", encoding="utf-8") as module:
+        module.write("declare i32 @dprintf_defined_nowhere(i32)\n")
+    status, out, err = dprintf(capsys, "run", program)
+    assert (status, out) == (1, "")
+    assert err == (
+        "error: the cpu device cannot run the lowered code: it uses dprintf_defined_nowhere, defined "
+        "neither in the module nor in the process\n"
+    )
+
+
+def test_the_undefined_symbols_read_by_struct_are_those_pyelftools_reads():
+    """The worker reads a compiled object's undefined symbols itself (issue 35); pyelftools is the oracle."""
+    import llvmlite.binding as llvm
+
+    from lowering.devices import cpu
+
+    module = llvm.parse_assembly(
+        'declare i32 @puts(ptr)\ndeclare double @cos(double)\n@text = constant [3 x i8] c"hi\\00"\n'
+        "define double @f(double %x) {\n  %said = call i32 @puts(ptr @text)\n"
+        "  %y = call double @cos(double %x)\n  ret double %y\n}\n"
+    )
+    machine = cpu.host_target_machine()
+    module.triple = machine.triple
+    image = machine.emit_object(module)
+    assert (
+        cpu._undefined_symbols(image) == cpu._undefined_symbols_read_by_pyelftools(image) >= {"puts", "cos"}
+    )
+
+
 def test_run_starts_its_worker_before_lowering_and_the_device_takes_it(tmp_path):
-    """`dprintf run` starts the device's worker as soon as the arguments are read (start-up, #11)."""
+    """`dprintf run` starts the device's worker as soon as the arguments are read (start-up, #11), forked
+    from the command, which has one thread then (#35)."""
     from lowering.devices import worker as device_worker
 
     hello = Path(__file__).resolve().parents[1] / "samples" / "hello.ll"
@@ -255,16 +289,24 @@ def test_run_starts_its_worker_before_lowering_and_the_device_takes_it(tmp_path)
         "import lowering.cli.main as cli\n"
         "started = []\n"
         "original = w.Worker.__init__\n"
-        "def counting(self, module):\n"
-        "    started.append(module)\n"
-        "    original(self, module)\n"
+        "def counting(self, module, fork=False):\n"
+        "    started.append((module, fork))\n"
+        "    original(self, module, fork)\n"
         "w.Worker.__init__ = counting\n"
         f"status = cli.main(['run', {str(hello)!r}])\n"
         "print(status, started, sorted(w._PRESTARTED))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert done.stdout.splitlines()[-1] == "0 ['lowering.devices.cpu'] []"  # one worker, taken by the run
+    assert done.stdout.splitlines()[-1] == "0 [('lowering.devices.cpu', True)] []"  # one, forked, taken
     assert device_worker.take_prestarted("lowering.devices.cpu") is None
+
+
+def test_a_worker_forked_from_a_process_that_imported_its_module_says_nothing_of_it(capsys):
+    """A forked worker runs its module as `__main__` afresh, without runpy's warning of a module found
+    imported (which the run would report as the device's output)."""
+    importlib.import_module("lowering.devices.cpu")
+    status, out, err = dprintf(capsys, "run", str(SAMPLES / "hello.ll"))
+    assert (status, out, err) == (0, "Hello from invocation 0!\n", "")
 
 
 def test_a_worker_no_run_takes_ends_with_the_command(tmp_path):

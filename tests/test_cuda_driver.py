@@ -142,6 +142,23 @@ def test_ptx_the_driver_refuses_cannot_run_and_says_why(fake_directory):
     )
 
 
+def test_the_time_report_names_the_gpu_phases(fake_directory):
+    """DPRINTF_TIMINGS=1 (issue 35): the PTX, the worker's context, module load and launch, the decoding."""
+    environment = dict(os.environ, LD_LIBRARY_PATH=str(fake_directory), FAKE_CUDA="", DPRINTF_TIMINGS="1")
+    done = subprocess.run([*DPRINTF, *hello()], capture_output=True, text=True, env=environment, check=False)
+    assert done.returncode == 0, done.stderr
+    for phase in (
+        "PTX generated",
+        "compiling for nvptx, in a forked child",
+        "the worker: the device started (nvptx: cuInit, the primary context)",
+        "the worker: the PTX loaded (the driver's JIT)",
+        "the worker: the kernel launched and waited for",
+        "the worker: the buffers copied back",
+        "decoding (the buffers into entries)",
+    ):
+        assert f"  {phase}\n" in done.stderr, phase
+
+
 def test_buffers_go_to_the_device_and_come_back(fake_directory, tmp_path):
     """The printf buffer's header and a data buffer's bytes travel to device memory and back: the
     capacity the decoder reads, and the dumped data buffer, are those the harness wrote."""

@@ -744,6 +744,23 @@ def test_a_pool_renders_only_outputs_that_one_process_renders_slower(text, entri
     assert printf_buffer._pool_pays((large,), printf_buffer.TEXT, processes) is pays
 
 
+@pytest.mark.parametrize(
+    ("text", "layout", "processes", "pays"),
+    [
+        ("%u\n", "i32", 2, False),  # JSON in byte cells, as light as their text: two no faster than one
+        ("%u\n", "i32", 3, True),
+        ("%f\n", "f32", 2, True),  # a float's JSON is its repr, value by value: two halve it
+    ],
+)
+def test_a_pool_renders_json_as_it_renders_text_of_the_same_weight(text, layout, processes, pays):
+    entry = entry_for(text, layout)
+    decoding = decode_printf_buffer(build_printf_buffer([(entry, [1])]), FormatTable([entry]))
+    (group,) = decoding.groups
+    large = dataclasses.replace(group, offsets=np.zeros(1 << 22, dtype=np.int64))
+    for terminator in (", ", "\n"):
+        assert printf_buffer._pool_pays((large,), terminator, processes) is pays
+
+
 def test_small_decodings_are_rendered_in_the_calling_process(monkeypatch):
     data, lines = runs_buffer(6, 4)
     decoding = decode_printf_buffer(data, FUZZ_TABLE)

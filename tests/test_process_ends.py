@@ -192,6 +192,15 @@ def test_stdout_that_cannot_be_written_is_an_error(tmp_path, command):
     assert (closed.returncode, closed.stderr) == (1, b"error: cannot write to stdout: it is closed\n")
 
 
+@pytest.mark.parametrize("closed", ["<&-", "2>&-", "<&- 2>&-"])
+def test_a_run_with_stdin_or_stderr_closed_prints_its_output(closed):
+    """Its worker's pipes and shared file, made before the command holds the standard descriptors, once
+    took descriptor 0 and the worker lost them (a traceback, or a hang when forked: #35)."""
+    command = " ".join([*DPRINTF, "run", str(SAMPLES / "hello.ll"), "--invocations", "2", closed])
+    done = subprocess.run(command, shell=True, capture_output=True, check=False, timeout=60)
+    assert (done.returncode, done.stdout) == (0, b"Hello from invocation 0!\nHello from invocation 1!\n")
+
+
 def test_a_closed_pipe_is_quiet():
     done = subprocess.run(
         " ".join([*DPRINTF, "run", str(SAMPLES / "hello.ll"), "--invocations", "200000"]) + " | head -1",

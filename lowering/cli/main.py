@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from metadata import timings
 from metadata.formats import C_DIALECT, DIALECTS
 
 from ..devices.device import (
@@ -30,7 +31,7 @@ from ..features import FEATURES
 from ..features.feature import Command, Option
 from ..targets.target import TARGETS
 from .commands import options_of
-from .process_ends import run_main
+from .process_ends import hold_standard_descriptors, run_main
 
 # What each numeric option accepts: the contract's own limits (MAX_INVOCATIONS, the 2 GiB offset
 # clamp of SPEC section 4 after a 16-byte header, a 32-bit `reserved0`), a thread count a process can
@@ -340,13 +341,25 @@ def main(argv: list[str] | None = None) -> int:
 
     numpy loads with the command's modules, below; its OpenBLAS would start a pool of threads, which no
     command uses and which would make code generation start an interpreter instead of forking
-    (`isolation`). OPENBLAS_NUM_THREADS=1, unless set otherwise, starts none."""
+    (`isolation`). OPENBLAS_NUM_THREADS=1, unless set otherwise, starts none.
+
+    With DPRINTF_TIMINGS=1, a table of where the command's time went follows on stderr (`timings`)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    args = build_parser().parse_args(argv)
+    started = timings.since_process_start() if timings.ENABLED else None
+    if started is not None:
+        timings.record("start: the interpreter and lowering.cli's imports, to main()", started)
+    with timings.phase("the command line read"):
+        args = build_parser().parse_args(argv)
+    stdout_closed = hold_standard_descriptors()  # before a worker's pipes or shared file could take 0-2
     if getattr(args, "device", None) is not None:
         prestart(WORKER_MODULES[args.device])  # starts while the command imports and lowers
-    command = importlib.import_module(_command_module(args.command))
-    return run_main(lambda: command.run(args))
+    with timings.phase("the command's imports"):
+        command = importlib.import_module(_command_module(args.command))
+    try:
+        return run_main(lambda: command.run(args), stdout_closed)
+    finally:
+        if timings.ENABLED:
+            sys.stderr.write(timings.table(timings.phases(), timings.since_process_start()))
 
 
 def _command_module(name: str) -> str:

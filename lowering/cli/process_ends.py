@@ -50,9 +50,11 @@ class OutputError(DprintfError):
     """stdout cannot be written."""
 
 
-def run_main(command: Callable[[], int]) -> int:
-    """Run `command` under the policy above; its exit status, or the policy's."""
-    stdout_closed = _hold_standard_descriptors()
+def run_main(command: Callable[[], int], stdout_closed: bool | None = None) -> int:
+    """Run `command` under the policy above; its exit status, or the policy's. `stdout_closed`: what
+    `hold_standard_descriptors` said when the caller held them already (else they are held here)."""
+    if stdout_closed is None:
+        stdout_closed = hold_standard_descriptors()
     with _signals_interrupt():
         try:
             if stdout_closed:
@@ -118,7 +120,7 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _hold_standard_descriptors() -> bool:
+def hold_standard_descriptors() -> bool:
     """Open /dev/null on standard descriptors that are closed, so that no file the command opens takes
     their number; whether stdout was closed."""
     closed = False

@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Callable
 from typing import TypeVar
 
+from metadata import timings
 from metadata.decoding.helper_process import single_threaded
 from metadata.errors import DprintfError
 
@@ -44,9 +45,11 @@ def isolated(what: str, function: Callable[..., Result], *arguments: object) -> 
     """
     with tempfile.TemporaryFile() as log:
         if single_threaded():
-            data, status = _forked(function, arguments, log.fileno())
+            with timings.phase(f"{what}, in a forked child"):
+                data, status = _forked(function, arguments, log.fileno())
         else:
-            data, status = _interpreter(function, arguments, log.fileno())
+            with timings.phase(f"{what}, in a new interpreter (the process's threads: {timings.threads()})"):
+                data, status = _interpreter(function, arguments, log.fileno())
         log.seek(0)
         printed = log.read()[-_MESSAGE_TAIL_BYTES:].decode("utf-8", "replace")
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:

@@ -21,11 +21,14 @@ import io
 import mmap
 import re
 import signal
+import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 import llvmlite.binding as llvm
+
+from metadata import timings
 
 from ..ir.lexer import global_name
 from ..targets.machines import host_target_machine, optimize
@@ -48,6 +51,13 @@ WORKGROUPS_FUNCTION = "dprintf.run_workgroups"
 TARGET = get_target("cpu")
 TRAP_HANDLER = "dprintf.on_trap"
 TRAP_SIGNALS = (signal.SIGILL, signal.SIGTRAP)
+# ELF64 little-endian: the magic, the class and the byte order; a section header and a symbol's first
+# fields (name, info, other, section index); SHT_SYMTAB and SHN_UNDEF.
+_ELF64_LITTLE = b"\x7fELF\x02\x01"
+_SECTION_HEADER = struct.Struct("<IIQQQQIIQQ")
+_SYMBOL = struct.Struct("<IBBH")
+_SHT_SYMTAB = 2
+_SHN_UNDEF = 0
 
 _RangeFunction = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64
@@ -167,19 +177,23 @@ def compile_range_driver(
     drivers = _range_driver(entry)
     if defines_workgroup_function(ir, entry):
         drivers += _workgroups_driver(entry)
-    module = llvm.parse_assembly(ir + drivers)
-    module.verify()
+    with timings.phase("the lowered module parsed and verified"):
+        module = llvm.parse_assembly(ir + drivers)
+        module.verify()
     machine = host_target_machine()
     if not module.triple:
         module.triple = machine.triple
         module.data_layout = str(machine.target_data)
     define_declared_globals(module, runtime_globals)
-    optimize(module, machine)
-    engine = llvm.create_mcjit_compiler(module, machine)
-    objects: list[bytes] = []
-    engine.set_object_cache(notify_func=lambda _module, image: objects.append(bytes(image)))
-    engine.finalize_object()
-    _check_resolved(objects)
+    with timings.phase("optimised (-O2)"):
+        optimize(module, machine)
+    with timings.phase("MCJIT: machine code"):
+        engine = llvm.create_mcjit_compiler(module, machine)
+        objects: list[bytes] = []
+        engine.set_object_cache(notify_func=lambda _module, image: objects.append(bytes(image)))
+        engine.finalize_object()
+    with timings.phase("its undefined symbols checked"):
+        _check_resolved(objects)
     return engine, _RangeFunction(engine.get_function_address(RANGE_FUNCTION))
 
 
@@ -292,7 +306,29 @@ def _check_resolved(objects: list[bytes]) -> None:
 
 
 def _undefined_symbols(image: bytes) -> set[str]:
-    from elftools.elf.elffile import ELFFile  # here, in the worker: the harness opening the device needs none
+    """The named symbols a compiled object leaves undefined (section index SHN_UNDEF), read from its
+    `.symtab` with `struct` where it is ELF64 little-endian, as MCJIT's objects are on the hosts this
+    runs on (pyelftools would take longer to import and read it than the JIT takes to compile); any
+    other object through pyelftools."""
+    if not image.startswith(_ELF64_LITTLE):
+        return _undefined_symbols_read_by_pyelftools(image)
+    (table_at,) = struct.unpack_from("<Q", image, 0x28)
+    header_size, headers = struct.unpack_from("<HH", image, 0x3A)
+    sections = [_SECTION_HEADER.unpack_from(image, table_at + n * header_size) for n in range(headers)]
+    names: set[str] = set()
+    for _, kind, _, _, offset, size, link, _, _, entry_size in sections:
+        if kind != _SHT_SYMTAB or not entry_size:
+            continue
+        strings = sections[link][4]
+        for at in range(offset + entry_size, offset + size, entry_size):  # the first is the null symbol
+            name, _, _, section = _SYMBOL.unpack_from(image, at)
+            if name and section == _SHN_UNDEF:
+                names.add(image[strings + name : image.index(b"\0", strings + name)].decode())
+    return names
+
+
+def _undefined_symbols_read_by_pyelftools(image: bytes) -> set[str]:
+    from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import SymbolTableSection
 
     symbols = ELFFile(io.BytesIO(image)).get_section_by_name(".symtab")

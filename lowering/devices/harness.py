@@ -29,6 +29,7 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
+from metadata import timings
 from metadata.decoding.abort_buffer import AbortDecoding, decode_abort_buffer
 from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.wire import HEADER_BYTES
@@ -223,11 +224,13 @@ def run_sources(sources: Sequence[Source], *, device: str | Device = "cpu", **op
     or the timeout is a result, not an error.
     """
     run = {key: options.pop(key) for key in RunOptions.__dataclass_fields__ if key in options}
-    chosen = open_device(device) if isinstance(device, str) else device
-    if isinstance(device, str):
-        chosen.prepare()  # the worker starts while the module is lowered
+    with timings.phase("the device opened"):
+        chosen = open_device(device) if isinstance(device, str) else device
+        if isinstance(device, str):
+            chosen.prepare()  # the worker starts while the module is lowered
     try:
-        lowered = lower_sources(sources, chosen.target, **options)
+        with timings.phase("lowering"):
+            lowered = lower_sources(sources, chosen.target, **options)
         return run_lowered(lowered, device=chosen, **run)
     finally:
         if isinstance(device, str):
@@ -251,8 +254,9 @@ def run_lowered(lowered: LoweredModule, *, device: str | Device = "cpu", **run_o
         raise DeviceError(
             f"{run.invocations} invocations are more than the {MAX_INVOCATIONS} 32-bit IDs can number"
         )
-    module = _parse_lowered(lowered.ir)
-    found = entry_point(module, run.entry, lowered.target)
+    with timings.phase("the lowered module parsed (its entry)"):
+        module = _parse_lowered(lowered.ir)
+        found = entry_point(module, run.entry, lowered.target)
     if found.data_buffers != len(run.data_buffers):
         raise DeviceError(
             f"the entry function @{run.entry} takes {found.data_buffers} data buffer(s), "
@@ -294,7 +298,8 @@ def _launch(
 ) -> RunResult:
     """One launch of the entry `found` with a printf buffer of `buffer_size` bytes, decoded; `asked`:
     what the features asked of it (`LaunchPlan.asked`)."""
-    plan = _plan(module, lowered, run, buffer_size, asked or {})
+    with timings.phase("the launch planned (buffers, runtime globals)"):
+        plan = _plan(module, lowered, run, buffer_size, asked or {})
     launch = Launch(
         lowered.ir,
         found,
@@ -308,9 +313,11 @@ def _launch(
         tuple(plan.sparse_images),
         run.workgroup_size,
     )
-    ran = device.run(launch, plan.slots.images)
+    with timings.phase(f"the {device.name} device's run"):
+        ran = device.run(launch, plan.slots.images)
     slots = plan.slots.with_images(ran.images, ran.written)
-    result = _result(device.name, ran, lowered, slots, len(run.data_buffers))
+    with timings.phase("decoding (the buffers into entries)"):
+        result = _result(device.name, ran, lowered, slots, len(run.data_buffers))
     return dataclasses.replace(result, notes=tuple(plan.notes))
 
 

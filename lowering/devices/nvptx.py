@@ -21,6 +21,8 @@ from collections.abc import Collection, Sequence
 
 import llvmlite.binding as llvm
 
+from metadata import timings
+
 from ..codegen.isolation import isolated
 from ..codegen.ptx_tails import copy_returning_tails
 from ..ir.diagnostics import LoweringError
@@ -65,8 +67,10 @@ class NvptxDevice(WorkerDevice):
                 f"not {launch.invocations}"
             )
         names = [item.name for item in launch.runtime_globals]
+        with timings.phase("PTX generated"):
+            ptx = kernel_ptx(launch.ir, launch.entry, runtime_globals=names)
         job = {
-            "ptx": kernel_ptx(launch.ir, launch.entry, runtime_globals=names),
+            "ptx": ptx,
             "invocations": launch.invocations,
             "block_threads": launch.workgroup_size,
             "printf_on_host": _may_abort(launch) or launch.traps,

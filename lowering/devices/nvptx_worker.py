@@ -22,6 +22,8 @@ from __future__ import annotations
 import ctypes
 import mmap
 
+from metadata import timings
+
 from ..targets.target import NVPTX_BLOCK_THREADS
 from .cuda_driver import (
     ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
@@ -78,7 +80,8 @@ class GpuRun:
             else place(region)
             for index, region in enumerate(runtime)
         ]
-        module = driver.load_module(job["ptx"])
+        with timings.phase("the PTX loaded (the driver's JIT)"):
+            module = driver.load_module(job["ptx"])
         self.kernel = driver.kernel(module, KERNEL_NAME)
         addresses = [self.printf, self.abort, *self.data, *self.runtime]
         self._fill_live_ranges(job, addresses)
@@ -131,15 +134,18 @@ class GpuRun:
         start, end = driver.event(), driver.event()
         blocks = max(1, -(-self.invocations // self.block_threads))
         buffers = [ctypes.c_uint64(address) for address in (self.printf, self.abort, *self.data)]
-        driver.record(start)
-        driver.launch(self.kernel, blocks, self.block_threads, [*buffers, ctypes.c_uint32(self.invocations)])
-        driver.record(end)
-        driver.wait(end)
-        for host, device, size, filled in self.copies:
-            if filled is None:
-                driver.copy_to_host(host, device, size)
-            else:
-                _copy_back_written(driver, host, device, size, filled)
+        with timings.phase("the kernel launched and waited for"):
+            driver.record(start)
+            launch = [*buffers, ctypes.c_uint32(self.invocations)]
+            driver.launch(self.kernel, blocks, self.block_threads, launch)
+            driver.record(end)
+            driver.wait(end)
+        with timings.phase("the buffers copied back"):
+            for host, device, size, filled in self.copies:
+                if filled is None:
+                    driver.copy_to_host(host, device, size)
+                else:
+                    _copy_back_written(driver, host, device, size, filled)
         return driver.elapsed_seconds(start, end)
 
 

@@ -12,6 +12,13 @@ the harness when it opens the device (`Worker`), and it starts while the caller 
 multiprocessing `forkserver` would start workers in milliseconds, but it imports the caller's main script
 into every worker, which breaks scripts that call the harness at top level.
 
+`prestart`, at the command's start, knows its caller: the `dprintf` command, which has run neither LLVM
+nor CUDA yet. There, in a process of one thread (`helper_process.single_threaded`, native threads
+counted), the worker is forked, not started (`_Forked`): it has the command's interpreter and imports
+already, llvmlite's among them for a worker that compiles (imported first: the command needs it too),
+and runs its module as `python -m` would. That saves the start of an interpreter, its `site` and the
+imports both processes make, about a tenth of a second of processor time (issue 35).
+
 The protocol: the worker starts its device (`serve`'s `start`: CUDA's initialisation) while it waits,
 then reads its job as JSON on stdin and reports on stdout, one line per event, `<event>` or `<event>:
 <detail>`: `running` once the code is ready to run, then `completed: <seconds the invocations took>`, or
@@ -28,22 +35,26 @@ from __future__ import annotations
 
 import atexit
 import errno
+import importlib
 import io
 import json
 import mmap
 import os
 import resource
+import runpy
 import selectors
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
-from metadata.decoding.helper_process import become_helper
+from metadata import timings
+from metadata.decoding.helper_process import become_helper, single_threaded
 
 from .device import SITE_FREE_WORKERS, DeviceError, DeviceRun, DeviceStatus, Image, Launch, LiveRangeImages
 
@@ -52,6 +63,7 @@ COMPLETED = "completed"
 UNAVAILABLE = "unavailable"
 FAILED = "failed"
 LOST = "lost"
+TIMINGS = "timings"  # with DPRINTF_TIMINGS=1, before its ending: the worker's phases (`metadata.timings`)
 LOST_STATUS = 1
 _FINAL_EVENTS = {event.encode() for event in (COMPLETED, FAILED, UNAVAILABLE)}
 
@@ -61,6 +73,20 @@ _MADV_POPULATE_READ = 22  # Linux's, since 5.14 (Python 3.11's mmap does not nam
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 
 Job = dict[str, Any]
+
+
+class Process(Protocol):
+    """A worker's process as the harness uses it: a `subprocess.Popen`, or a `_Forked`."""
+
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+    def kill(self) -> None: ...
 
 
 def whole_pages(size: int) -> int:
@@ -114,14 +140,16 @@ def run_worker(
     """
     started = worker if worker is not None else Worker(module)
     try:
-        shared = _SharedImages(images, started.memory_fd)
+        with timings.phase("the buffers copied into shared memory"):
+            shared = _SharedImages(images, started.memory_fd)
         shared_job = {
             **job,
             "memory_fd": started.memory_fd,
             "regions": shared.regions,
             "filled": shared.filled,
         }
-        status = started.supervise(device, shared_job, timeout)
+        with timings.phase("the worker given its job and waited for"):
+            status = started.supervise(device, shared_job, timeout)
         written = _written(started.memory_fd, shared.regions, job.get("sparse_images", ()))
         return DeviceRun(shared.images(), status, written)
     finally:
@@ -138,7 +166,9 @@ def prestart(module: str) -> None:
     if module not in _PRESTARTED:
         if not _PRESTARTED:
             atexit.register(_close_prestarted)
-        _PRESTARTED[module] = Worker(module)
+        if module not in SITE_FREE_WORKERS:
+            importlib.import_module("llvmlite.binding")  # for both processes, imported once
+        _PRESTARTED[module] = Worker(module, fork=single_threaded())
 
 
 def take_prestarted(module: str) -> Worker | None:
@@ -152,10 +182,10 @@ def _close_prestarted() -> None:
     _PRESTARTED.clear()
 
 
-_EXITING: list[subprocess.Popen] = []  # workers closed once their job was done, while they still exited
+_EXITING: list[Process] = []  # workers closed once their job was done, while they still exited
 
 
-def _leave_exiting(process: subprocess.Popen) -> None:
+def _leave_exiting(process: Process) -> None:
     """Keep a worker that has done its job and is exiting (a GPU's context takes a while to end) until it
     has ended, without waiting for it now: those that have ended are reaped at each call, and those still
     running when this process exits are ended then and reaped (none is left running, nor garbage
@@ -179,9 +209,14 @@ class Worker:
     lowers the module. It waits for its job on stdin; the shared file, empty until the job is known, is
     passed to it at the start. `close` ends a worker that was never given a job."""
 
-    def __init__(self, module: str) -> None:
+    def __init__(self, module: str, fork: bool = False) -> None:
         self.memory_fd = os.memfd_create("dprintf-buffers")
         self.log = tempfile.TemporaryFile()
+        self.process: Process
+        if fork:
+            self.process = _Forked(module, self.log.fileno(), self.memory_fd)
+            self.finished = False
+            return
         site = ("-S",) if module in SITE_FREE_WORKERS else ()
         self.process = subprocess.Popen(
             [sys.executable, *site, "-m", module],
@@ -202,6 +237,8 @@ class Worker:
         if interruption is not None:
             return DeviceStatus.interrupted_by(interruption, printed)
         reported = dict(line.partition(": ")[::2] for line in events.decode("utf-8", "replace").splitlines())
+        for name, depth, seconds in json.loads(reported.get(TIMINGS, "[]")):
+            timings.record(f"the worker: {name}", seconds, depth)
         return _status(device, timeout, self.process.returncode, timed_out, reported, printed)
 
     def close(self) -> None:
@@ -220,6 +257,71 @@ class Worker:
             os.close(self.memory_fd)
             self.memory_fd = -1
         self.log.close()
+
+
+class _Forked:
+    """A worker forked from this process, used as the worker's `subprocess.Popen` is: its pipes, `poll`,
+    `wait`, `kill` and `returncode` (negative: the signal that ended it). The child keeps only its
+    pipes as stdin and stdout, the log as stderr and the shared file, and runs `module` as `__main__`."""
+
+    def __init__(self, module: str, log: int, memory_fd: int) -> None:
+        job_read, job_write = os.pipe()
+        events_read, events_write = os.pipe()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+        self.pid = os.fork()
+        if self.pid == 0:
+            _run_forked(module, job_read, events_write, log, memory_fd)
+        os.close(job_read)
+        os.close(events_write)
+        self.stdin: IO[bytes] | None = os.fdopen(job_write, "wb")
+        self.stdout: IO[bytes] | None = os.fdopen(events_read, "rb")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _run_forked(module: str, job: int, events: int, log: int, memory_fd: int) -> None:
+    """The forked worker: `python -m module` with the pipes as stdin and stdout, the log as stderr and no
+    other descriptor but the shared file; it exits as the interpreter would (1 and the traceback on the
+    log for an exception), never returning to the caller's code."""
+    status = 1
+    timings.forget()
+    try:
+        os.dup2(job, 0)
+        os.dup2(events, 1)
+        os.dup2(log, 2)
+        os.closerange(3, memory_fd)
+        os.closerange(memory_fd + 1, os.sysconf("SC_OPEN_MAX"))
+        sys.modules.pop(module, None)  # run afresh as `__main__`, as `python -m` runs it (runpy warns else)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        status = 0
+    except SystemExit as leaving:
+        status = leaving.code if isinstance(leaving.code, int) else int(leaving.code is not None)
+    except BaseException:  # as the interpreter ends on any exception: its traceback, status 1
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        os._exit(status)
 
 
 class WorkerDevice:
@@ -341,7 +443,7 @@ def _worker_environment() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=path)
 
 
-def _wait(worker: subprocess.Popen, job: Job, timeout: float) -> tuple[bytes, bool, KeyboardInterrupt | None]:
+def _wait(worker: Process, job: Job, timeout: float) -> tuple[bytes, bool, KeyboardInterrupt | None]:
     """Send the job and read the worker's events until it reports `completed`, `failed` or
     `unavailable`, or ends (killed after `timeout` seconds, or when the wait is interrupted); its events,
     whether it timed out, and the interruption that stopped the wait.
@@ -362,7 +464,7 @@ def _wait(worker: subprocess.Popen, job: Job, timeout: float) -> tuple[bytes, bo
         return bytes(events), False, interruption
 
 
-def _exchange(worker: subprocess.Popen, job: bytes, events: bytearray, deadline: float) -> bool:
+def _exchange(worker: Process, job: bytes, events: bytearray, deadline: float) -> bool:
     """Write `job` to the worker's stdin and append what it reports to `events`, until it reports an
     ending (`_finished`), its output ends, or `deadline` passes (True)."""
     assert worker.stdin is not None and worker.stdout is not None
@@ -460,33 +562,48 @@ def serve(
     what `start` returned; `failed` on `cannot_run`), report `running`, execute it and report `completed`
     (or `lost` on `device_lost`, then exit at once: a lost device's clean-up would fail too). A `start`
     that raises Unavailable is reported as `unavailable` once the job has come."""
+    started_after = timings.since_process_start() if timings.ENABLED else None
+    if started_after is not None:
+        timings.record("its start (the interpreter, its imports)", started_after)
     requests = os.fdopen(os.dup(0), "rb")
     events = _become_device()
     started: object = None
     unavailable: Unavailable | None = None
     if start is not None:
         try:
-            started = start()
+            with timings.phase("the device started (nvptx: cuInit, the primary context)"):
+                started = start()
         except Unavailable as failure:
             unavailable = failure
-    job = json.loads(requests.read())
+    with timings.phase("waiting for its job"):
+        job = json.loads(requests.read())
     if unavailable is not None:
         _report(events, UNAVAILABLE, _describe(unavailable))
         return
     memory = mmap.mmap(job["memory_fd"], 0, flags=mmap.MAP_SHARED)
     _populate(memory, job)
     try:
-        run = prepare(job, memory) if start is None else prepare(job, memory, started)
+        with timings.phase("the run prepared (the code compiled or loaded, the buffers placed)"):
+            run = prepare(job, memory) if start is None else prepare(job, memory, started)
     except cannot_run as failure:
+        _report_timings(events)
         _report(events, FAILED, _describe(failure))
         return
     _report(events, RUNNING)
     try:
-        seconds = run.execute()
+        with timings.phase("the invocations run (the launch, the copies back)"):
+            seconds = run.execute()
     except device_lost as failure:
         _report(events, LOST, _describe(failure))
         os._exit(LOST_STATUS)
+    _report_timings(events)
     _report(events, COMPLETED, repr(seconds))
+
+
+def _report_timings(events: io.TextIOBase) -> None:
+    """With DPRINTF_TIMINGS=1, the worker's phases, for the harness to list with its own."""
+    if timings.ENABLED:
+        _report(events, TIMINGS, json.dumps(timings.phases()))
 
 
 def _become_device() -> io.TextIOBase:

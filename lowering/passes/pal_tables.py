@@ -4,9 +4,7 @@ backend writes the ELF note itself. Other targets get their note when code gener
 
 from __future__ import annotations
 
-from metadata.elf_notes import pal_metadata_ir
 from metadata.errors import DprintfError
-from metadata.linking import link_tables
 from metadata.table import FormatTable, unpack_document
 
 from ..ir.module import Module
@@ -31,7 +29,10 @@ def run(context: PassContext) -> None:
 def _add_pal_table(module: Module, table: FormatTable, extra: dict) -> None:
     """Put `table` and the keys of `extra` in the module's `!amdgpu.pal.metadata.msgpack`, merged with the
     documents already there (their tables linked with it: one ID or table key with two values is an
-    error)."""
+    error). The note's writer and the linker are imported here: a module for another target needs none."""
+    from metadata.elf_notes import pal_metadata_ir
+    from metadata.linking import link_tables
+
     tables = [table]
     document: dict = {}
     named = module.named_metadata.get(PAL_METADATA)

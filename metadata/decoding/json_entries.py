@@ -29,7 +29,7 @@ from ..format_catalog import DecodableFormat
 from ..formats import Conversion, FormatString
 from ..layout import FLOAT, INTEGER, ArgType, Layout
 from ..wire import UNKNOWN_INVOCATION
-from .column_render import render_columns, render_text
+from .column_render import CELLS_TIER, render_columns, render_text, render_tier
 
 DOCUMENT_TERMINATOR = ", "  # between the entries of the `--json` document
 LINE_TERMINATOR = "\n"  # after each entry of `--json-lines`
@@ -168,6 +168,14 @@ def json_plan(found: DecodableFormat, terminator: str) -> JsonPlan:
         builder.part(_Invocation())
     builder.literal("}" + terminator)
     return JsonPlan(builder.finish())
+
+
+def in_byte_cells(found: DecodableFormat) -> bool:
+    """Whether the JSON of `found`'s entries is rendered in byte cells alone: as little work for the
+    bytes it makes as byte cells' text, so that a pool pays for it only where it pays for that text
+    (`printf_buffer._pool_pays`)."""
+    parts = json_plan(found, DOCUMENT_TERMINATOR).parts
+    return all(isinstance(part, _Template) and render_tier(part.format) == CELLS_TIER for part in parts)
 
 
 def _unsigned(arg: ArgType) -> Conversion:

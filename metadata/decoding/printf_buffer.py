@@ -29,7 +29,7 @@ from ..format_catalog import DecodableFormat, FormatCatalog, FormatLookup
 from ..wire import DWORD, ENTRY_HEADER_DWORDS, Value, argument_columns, row_values
 from .buffer_region import Issue, read_region
 from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier
-from .json_entries import DOCUMENT_TERMINATOR, json_plan
+from .json_entries import DOCUMENT_TERMINATOR, in_byte_cells, json_plan
 from .key_positions import positions_by_key
 from .printf_walk import PrintfFraming
 from .record_walk import RecordWalk
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .render_pool import Encoding, RenderPool
 
 TEXT_CHUNK_ENTRIES = 1 << 16
+JSON_CHUNK_ENTRIES = 1 << 14  # an entry's JSON is about 5 times its text: pieces of about as many bytes
 PARALLEL_CHUNK_ENTRIES = 1 << 14  # smaller pieces in a pool: the first arrives sooner, the load evens out
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
 POOL_MIN_SECONDS = 0.1  # an output one process renders faster than this is rendered in the caller
@@ -212,7 +213,8 @@ class PrintfDecoding:
         pool: RenderPool | None = None,
     ) -> Generator[bytes, None, None]:
         """The entries as JSON (`json_entries`), each followed by `terminator`, in ASCII bytes: pieces
-        of entries in buffer order, rendered as `output_chunks` renders the text."""
+        of entries in buffer order, rendered as `output_chunks` renders the text (JSON_CHUNK_ENTRIES
+        entries a piece here)."""
         return self._rendered(terminator, JSON_ENCODING, chunk_entries, processes, pool, decoded=False)
 
     def _rendered(
@@ -237,7 +239,8 @@ class PrintfDecoding:
             return
         columns = _Columns.of(self)
         if pool is None or not _pool_pays(self.groups, style, pool.processes, given=True):
-            for piece in self._pieces(chunk_entries or TEXT_CHUNK_ENTRIES):
+            here = TEXT_CHUNK_ENTRIES if style in _TEXT_STYLES else JSON_CHUNK_ENTRIES
+            for piece in self._pieces(chunk_entries or here):
                 text = piece.render(columns, style)
                 yield text if decoded else text.encode(*encoding)
             return
@@ -295,19 +298,21 @@ class PrintfDecoding:
 def _pool_pays(groups: Sequence[FormatColumns], style: Style, processes: int, given: bool = False) -> bool:
     """Whether rendering `groups` in `processes` processes beats rendering here, by what one process would
     take (RENDER_SECONDS per entry of each tier, JSON_COST times that for JSON; `bench_pool.py`): at
-    least POOL_MIN_SECONDS, and for text all in byte cells only with BYTE_CELLS_MIN_PROCESSES
+    least POOL_MIN_SECONDS, and for text or JSON all in byte cells only with BYTE_CELLS_MIN_PROCESSES
     processes or more, since fewer render it no faster than the caller alone, which reads and writes
-    what they render. A pool a driver gives is used for any output that takes the time; one for
-    this call is started only when every condition holds."""
+    what they render (JSON: 1.18 s in the caller against 1.49 s with 2 processes, 2^22 entries of
+    samples/hello.ll on 2 cores, medians of 5). A pool a driver gives is used for any output that takes
+    the time; one for this call is started only when every condition holds."""
     seconds = 0.0
     cells_only = True
+    text = style in _TEXT_STYLES
     for group in groups:
         tier = render_tier(group.format.format)
-        cells_only &= tier == CELLS_TIER
-        seconds += len(group) * RENDER_SECONDS[tier] * (1.0 if style in _TEXT_STYLES else JSON_COST)
+        cells_only &= tier == CELLS_TIER if text else in_byte_cells(group.format)
+        seconds += len(group) * RENDER_SECONDS[tier] * (1.0 if text else JSON_COST)
     if seconds < POOL_MIN_SECONDS:
         return False
-    light = style in _TEXT_STYLES and cells_only  # text of byte cells: little work for many bytes
+    light = cells_only  # byte cells: little work for many bytes
     return given or (processes > 1 and (not light or processes >= BYTE_CELLS_MIN_PROCESSES))
 
 

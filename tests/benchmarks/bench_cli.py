@@ -18,8 +18,18 @@ checkout on PYTHONPATH is measured as an installed `dprintf` would be (the conso
 `lowering.cli` and calls `main`). Byte-compiled files are written as they are on an install
 (PYTHONDONTWRITEBYTECODE is cleared), and each command is run once before it is timed.
 
+First (issue 35), the start-up: `dprintf run samples/hello.ll --invocations 1` against its floor, a
+Python that imports llvmlite.binding and numpy and nothing else, `--startup-repeat` runs of each, one
+after the other, both after a run that is not timed: their medians side by side, the ratio, the
+difference and the target (the floor plus 0.15 s). Then where the time of that command goes, its
+`DPRINTF_TIMINGS=1` table (`metadata.timings`): on the GPU, the lowering, the PTX, the worker's CUDA
+context, the module load and the launch, the decoding. `--part` runs one of these parts alone
+(`startup`, `timings`, `json`: the `--json` entries a second and the memory at `--json-log2`, beside the
+same run without `--json`), or the tables against C or CUDA alone (`lines`).
+
     python3 tests/benchmarks/bench_cli.py [--device cpu|nvptx] [--max-log2 24] [--repeat 3]
-        [--baseline-repeat N]
+        [--baseline-repeat N] [--startup-repeat 20] [--part all|startup|timings|lines|json]
+        [--json-log2 20,22]
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "hello.ll"
@@ -69,7 +80,13 @@ int main(int argc, char** argv) {{
 """
 
 
-ENVIRONMENT = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+ENVIRONMENT = {
+    key: value
+    for key, value in os.environ.items()
+    if key not in ("PYTHONDONTWRITEBYTECODE", "DPRINTF_TIMINGS")
+}
+TIMINGS = "DPRINTF_TIMINGS"  # `metadata.timings`: the command's table of where its time went
+STARTUP_ALLOWANCE = 0.15  # issue 35: the start-up at most the floor plus this many seconds
 # The command in-process, then the peaks of its own process and of the largest process it waited for.
 PEAKS = (
     "import resource, sys\n"
@@ -154,6 +171,53 @@ def dprintf(device: str, invocations: int, *options: str) -> list[str]:
     ]
 
 
+def startup(device: str, repeat: int) -> list[str]:
+    """The command at 1 invocation against the floor (Python importing llvmlite.binding and numpy),
+    `repeat` runs of each taken in turn, both run once before: medians, ratio, difference, target."""
+    command = [
+        sys.executable,
+        "-m",
+        "lowering.cli",
+        "run",
+        str(SAMPLE),
+        "--device",
+        device,
+        "--invocations",
+        "1",
+    ]
+    floor = [sys.executable, "-c", "import llvmlite.binding, numpy"]
+    timed(command, os.devnull)
+    timed(floor, os.devnull)
+    times: dict[str, list[float]] = {"floor": [], "command": []}
+    for _ in range(repeat):
+        times["floor"].append(timed(floor, os.devnull)[0])
+        times["command"].append(timed(command, os.devnull)[0])
+    floor_median, median = (statistics.median(times[key]) for key in ("floor", "command"))
+    target = floor_median + STARTUP_ALLOWANCE
+    return [
+        f"start-up, medians of {repeat} runs each, one after the other: "
+        f"the floor (Python importing llvmlite.binding and numpy) {floor_median:.3f} s "
+        f"(least {min(times['floor']):.3f}), "
+        f"`dprintf run samples/hello.ll --device {device} --invocations 1` {median:.3f} s "
+        f"(least {min(times['command']):.3f}): {median / floor_median:.2f}x the floor, "
+        f"{median - floor_median:+.3f} s; target the floor + {STARTUP_ALLOWANCE} s = {target:.3f} s: "
+        f"{'met' if median <= target else 'not met'}"
+    ]
+
+
+def time_report(device: str, invocations: int) -> str:
+    """Where the time of the command at `invocations` goes: its DPRINTF_TIMINGS=1 table on stderr."""
+    command = dprintf(device, invocations)
+    done = subprocess.run(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**ENVIRONMENT, TIMINGS: "1"},
+        check=True,
+    )
+    return f"where the time of {' '.join(command[2:])} goes:\n" + done.stderr.decode()
+
+
 def same_lines(first: str, second: str) -> bool:
     """Whether two files hold the same multiset of lines."""
 
@@ -187,15 +251,38 @@ def floors(device: str, repeat: int) -> list[str]:
     ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
-    parser.add_argument("--max-log2", type=int, default=24)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument(
-        "--baseline-repeat", type=int, help="runs of the C or CUDA program (default: --repeat)"
-    )
-    args = parser.parse_args()
+def json_rates(device: str, log2s: Sequence[int], repeat: int) -> list[str]:
+    """`--json` and `--json-lines` at 2^n entries to /dev/null against the same run without them: median
+    seconds, entries a second, and the peak resident memory against the printf buffer (issue 35's
+    target: twice the buffer plus 200 MB)."""
+    lines = []
+    for log2 in log2s:
+        entries = 1 << log2
+        buffer_bytes = 16 + ENTRY_BYTES * entries
+        target = 2 * buffer_bytes + 200 * 10**6
+        plain, plain_median, plain_memory = best_and_median(dprintf(device, entries), os.devnull, repeat)
+        lines.append(
+            f"2^{log2} entries to /dev/null, median of {repeat}: text {plain_median:.3f} s, "
+            f"{entries / plain_median / 1e6:.2f} M entries/s, peak {plain_memory / 2**20:.0f} MiB"
+        )
+        for option in ("--json", "--json-lines"):
+            timed(dprintf(device, entries, option), os.devnull)
+            _, median, memory = best_and_median(dprintf(device, entries, option), os.devnull, repeat)
+            lines.append(
+                f"  {option}: {median:.3f} s ({median / plain_median:.2f}x the text's), "
+                f"{entries / median / 1e6:.2f} M entries/s (target 3), peak {memory / 2**20:.0f} MiB = "
+                f"{memory / buffer_bytes:.2f}x the buffer ({buffer_bytes / 2**20:.0f} MiB; target under "
+                f"{target / 2**20:.0f} MiB: {'met' if memory < target else 'not met'})"
+            )
+            own, child = peaks(dprintf(device, entries, option)[3:])
+            lines.append(
+                f"    of which the command's own process {own:.0f} MiB, its largest child {child:.0f} MiB"
+            )
+    return lines
+
+
+def against_baseline(args: argparse.Namespace) -> None:
+    """The command against the C or CUDA program at each size, to a file and to /dev/null."""
     baseline_repeat = args.baseline_repeat or args.repeat
     sizes = [1, *(1 << n for n in (20, 22, 24) if n <= args.max_log2)]
     print("\n".join(floors(args.device, args.repeat)), flush=True)
@@ -222,20 +309,33 @@ def main() -> None:
                 print(
                     f"  the lines of both at 2^20 are the same multiset: {same_lines(ours_file, theirs_file)}"
                 )
-        largest = sizes[-1]
-        for option in ("--json", "--json-lines"):
-            seconds, memory = best(dprintf(args.device, largest, option), os.devnull, 1)
-            buffer_bytes = 16 + ENTRY_BYTES * largest
-            target = 2 * buffer_bytes + 200 * 10**6
-            print(
-                f"{option}, {largest} entries to /dev/null: {seconds:.2f} s, "
-                f"{largest / seconds / 1e6:.3f} M entries/s, peak {memory / 2**20:.0f} MiB = "
-                f"{memory / buffer_bytes:.2f}x the buffer ({buffer_bytes / 2**20:.0f} MiB; "
-                f"target under {target / 2**20:.0f} MiB: {'met' if memory < target else 'not met'})",
-                flush=True,
-            )
-            own, child = peaks(dprintf(args.device, largest, option)[3:])
-            print(f"  of which the command's own process {own:.0f} MiB, its largest child {child:.0f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cpu", "nvptx"), default="cpu")
+    parser.add_argument("--max-log2", type=int, default=24)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--baseline-repeat", type=int, help="runs of the C or CUDA program (default: --repeat)"
+    )
+    parser.add_argument("--startup-repeat", type=int, default=20, help="runs of the start-up and its floor")
+    parser.add_argument("--part", choices=("all", "startup", "timings", "lines", "json"), default="all")
+    parser.add_argument(
+        "--json-log2",
+        default="20,22",
+        help="the sizes of the --json part, log2 of the entries (default: 20,22)",
+    )
+    args = parser.parse_args()
+    if args.part in ("all", "startup"):
+        print("\n".join(startup(args.device, args.startup_repeat)), flush=True)
+    if args.part in ("all", "timings"):
+        print(time_report(args.device, 1), flush=True)
+    if args.part in ("all", "lines"):
+        against_baseline(args)
+    if args.part in ("all", "json"):
+        log2s = [int(n) for n in args.json_log2.split(",")]
+        print("\n".join(json_rates(args.device, log2s, args.repeat)), flush=True)
 
 
 if __name__ == "__main__":

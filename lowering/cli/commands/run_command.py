@@ -22,6 +22,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from metadata import timings
+
 from ...devices.harness import Ending, RunResult, run_sources
 from ...features import FEATURES
 from ...features.feature import ReportStage, RunReport
@@ -69,6 +71,15 @@ def run(args: argparse.Namespace) -> int:
     status = EXIT_STATUS[result.ending]
     if any(report.found_errors for report in reports) and status == EXIT_OK:
         status = EXIT_FOUND_ERRORS
+    with timings.phase("the output (text or JSON rendered and written)"):
+        _report(args, result, reports, status)
+    if result.status.interruption is not None:
+        raise result.status.interruption  # what the device wrote is out; now end as interrupted
+    return status
+
+
+def _report(args: argparse.Namespace, result: RunResult, reports: list[RunReport], status: int) -> None:
+    """The output, the warnings and the errors, as text or as JSON (`--json`, `--json-lines`)."""
     refit = refit_warnings(result)
     if args.json or args.json_lines:
         for message in refit:
@@ -88,9 +99,6 @@ def run(args: argparse.Namespace) -> int:
             warn(message)
         report_device(result)
         report_stage(reports, ReportStage.LAST)
-    if result.status.interruption is not None:
-        raise result.status.interruption  # what the device wrote is out; now end as interrupted
-    return status
 
 
 def run_input(args: argparse.Namespace, **options: Any) -> RunResult:

@@ -27,11 +27,18 @@ class Workgroups(Feature):
         return True
 
     def after_inlining(self, context: Any, setting: Any) -> None:
-        if context.target.workgroup_intrinsics is not None:
-            from . import intrinsics
+        """A module with no construct (nor, for a GPU target, a workgroup scope to rename; for the cpu,
+        shared memory) is left as it is, the passes' machinery not even imported (issue 35)."""
+        from ...services.shared_memory import shared_variables
+        from .constructs import construct_calls, scoped_instructions
 
-            intrinsics.run(context)
-        else:
+        module = context.module
+        if context.target.workgroup_intrinsics is not None:
+            if construct_calls(module) or scoped_instructions(module):
+                from . import intrinsics
+
+                intrinsics.run(context)
+        elif construct_calls(module) or shared_variables(module):
             from . import workgroup_functions
 
             workgroup_functions.run(context)

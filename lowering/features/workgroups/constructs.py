@@ -170,6 +170,17 @@ def construct_calls(module: Module) -> list[ConstructCall]:
     return found
 
 
+def scoped_instructions(module: Module, scope: str | None = None) -> list[tuple[Block, Instruction]]:
+    """The fences and atomics of `syncscope(scope)`; of any synchronisation scope when `scope` is None."""
+    spelled = "syncscope(" if scope is None else f'syncscope("{scope}")'
+    return [
+        (block, instruction)
+        for function in module.definitions()
+        for block, instruction in function.instructions()
+        if spelled in instruction.text
+    ]
+
+
 def scope_renamed(instruction: Instruction, old: str, new: str) -> Instruction:
     """The instruction with `syncscope("old")` spelt `syncscope("new")` (one token, never in a string)."""
     old_token, new_token = f'"{old}"', f'"{new}"'

@@ -14,7 +14,6 @@ from __future__ import annotations
 from ...ir.debug_info import source_location
 from ...ir.functions import Block
 from ...ir.instructions import Instruction
-from ...ir.module import Module
 from ...services.context import PassContext
 from . import NAME
 from .barrier_checks import add_checking_barrier, call_checking_barrier
@@ -27,6 +26,7 @@ from .constructs import (
     attachments_of,
     construct_calls,
     scope_renamed,
+    scoped_instructions,
 )
 from .sites import WorkgroupPart, barrier_sites
 
@@ -38,7 +38,7 @@ def run(context: PassContext) -> None:
     calls = construct_calls(module)
     foreign = _foreign_scope(family)
     edits: dict[Block, dict[Instruction, list[Instruction]]] = {}
-    scoped = _scoped_instructions(module, foreign)
+    scoped = scoped_instructions(module, foreign)
     if not calls and not scoped:
         return
     for block, instruction in scoped:
@@ -65,17 +65,6 @@ def run(context: PassContext) -> None:
 def _foreign_scope(family: Family) -> str:
     """The workgroup scope's name in the other family."""
     return next(other.scope for other in FAMILIES.values() if other is not family)
-
-
-def _scoped_instructions(module: Module, scope: str) -> list[tuple[Block, Instruction]]:
-    """The fences and atomics of `syncscope(scope)`."""
-    spelled = f'syncscope("{scope}")'
-    return [
-        (block, instruction)
-        for function in module.definitions()
-        for block, instruction in function.instructions()
-        if spelled in instruction.text
-    ]
 
 
 def _lowered(
