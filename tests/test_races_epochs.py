@@ -19,6 +19,7 @@ from run_parts import race_shadows, races_found, table_of
 from lowering.devices.cuda_driver import gpu_count
 from lowering.devices.harness import find_entry, run_lowered
 from lowering.devices.nvptx import KERNEL_TARGET, kernel_ptx
+from lowering.features.races.runtime import FIRST_EPOCHS, MOST_FIRST_EPOCHS, first_epochs
 from lowering.lowered_module import Source
 from lowering.pipeline import lower_sources
 from metadata.races.shadow import epochs_left_out, race_reports, read_shadow
@@ -159,17 +160,27 @@ def test_the_cli_reports_the_issues_kernel_clean_and_its_racy_twin(tmp_path: Pat
 
 
 def test_barriers_in_a_loop_order_each_round_and_more_epochs_than_the_first_copies_run_again() -> None:
-    """Two barriers a round, 5 rounds: 10 epochs with accesses, more than the 8 copies a first launch
-    keeps where a barrier is in a loop: one more launch with 10, said as a warning; no race."""
-    result = run(looped(5, racy=False))
+    """Two barriers a round, 33 rounds: 66 epochs with accesses, more than the 64 copies a first launch
+    keeps of small shadows where a barrier is in a loop: one more launch with 66, said as a warning; no
+    race."""
+    result = run(looped(33, racy=False))
     assert reported(result) == []
     assert result.notes == (
-        "--races: the invocations reached 10 barrier epochs, more than the 8 each shadow kept a copy "
-        "for: ran again with 10",
+        f"--races: the invocations reached 66 barrier epochs, more than the {MOST_FIRST_EPOCHS} each shadow "
+        "kept a copy for: ran again with 66",
     )
-    assert table_epochs(looped(5, racy=False)) == 0
+    assert table_epochs(looped(33, racy=False)) == 0
     header = EPOCHS_HEADER.unpack_from(race_shadows(result)[0])
-    assert header[3:] == (10, SIZE, 0)  # its copies, the workgroup size, no epoch past them
+    assert header[3:] == (66, SIZE, 0)  # its copies, the workgroup size, no epoch past them
+
+
+def test_a_first_launch_keeps_as_many_epochs_as_fit_its_budget_from_8_to_64() -> None:
+    small = [(ShadowBuffer(0, "", (WRITE, READ)), 4096)]
+    large = [(ShadowBuffer(0, "", (WRITE, READ)), 1 << 30)]
+    middle = [(ShadowBuffer(0, "", (WRITE,)), 8 << 20)]
+    assert first_epochs(small) == MOST_FIRST_EPOCHS
+    assert first_epochs(large) == FIRST_EPOCHS
+    assert FIRST_EPOCHS < first_epochs(middle) < MOST_FIRST_EPOCHS
 
 
 def test_a_race_inside_one_rounds_epoch_is_found_and_the_report_ignores_the_schedule() -> None:
@@ -178,7 +189,7 @@ def test_a_race_inside_one_rounds_epoch_is_found_and_the_report_ignores_the_sche
     expected = [("read-racing-write", 0, 4 * (INVOCATIONS - 1), INVOCATIONS, SIZE - 1, 0)]
     one, two = run(looped(3, racy=True), 1), run(looped(3, racy=True), 2)
     assert reported(one) == reported(two) == expected
-    assert one.notes == two.notes == ()  # 3 epochs fit the first launch's 8
+    assert one.notes == two.notes == ()  # 3 epochs fit the first launch's copies
 
 
 def test_a_static_bound_of_epochs_where_no_barrier_is_on_a_cycle(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@ records, zeroed after its header, pointed at by `@lgc.races.shadow` (`[K x ptr]`
 without one); a device may keep them in its own memory (what they hold is lost with the device).
 
 With barrier epochs (SPEC 14, `metadata.races.table`) each shadow holds 1 + E copies, E chosen here:
-the table's bound where it knows one (every barrier on no cycle), else `FIRST_EPOCHS`; at most what
-keeps the shadows within `MOST_EPOCH_SHADOW_BYTES`. When the invocations reached more epochs than E,
+the table's bound where it knows one (every barrier on no cycle), else as many as keep the shadows within
+`FIRST_EPOCH_SHADOW_BYTES`, from `FIRST_EPOCHS` to `MOST_FIRST_EPOCHS` (small shadows, shared memory's
+above all, keep enough for a loop of barriers at once); at most what keeps the shadows within
+`MOST_EPOCH_SHADOW_BYTES`. When the invocations reached more epochs than E,
 the run asks for one more launch with as many (`relaunch`), said as a warning; where no launch can
 follow (decoding dumps, or the limit), a warning says which epochs were checked only across workgroups.
 
@@ -35,7 +37,9 @@ from ..feature import Relaunch
 from . import NAME
 
 SHADOW_SLOT = "shadow of data "  # then the data buffer's number
-FIRST_EPOCHS = 8  # the epoch copies of a first launch where a barrier is in a loop
+FIRST_EPOCHS = 8  # the fewest epoch copies of a first launch where a barrier is in a loop
+MOST_FIRST_EPOCHS = 64  # and the most
+FIRST_EPOCH_SHADOW_BYTES = 256 << 20  # what its shadows may take, their copies included, between the two
 MOST_EPOCH_SHADOW_BYTES = 32 << 30  # all shadows of a launch with barrier epochs, their copies included
 
 
@@ -91,22 +95,29 @@ def _shadowed(table: RaceTable, plan: LaunchPlan) -> list[tuple[ShadowBuffer, in
     return found
 
 
-def most_epochs(shadowed: Sequence[tuple[ShadowBuffer, int]]) -> int:
+def most_epochs(shadowed: Sequence[tuple[ShadowBuffer, int]], limit: int = MOST_EPOCH_SHADOW_BYTES) -> int:
     """The most epoch copies that keep the shadows of `shadowed` buffers (and their sizes in bytes)
-    within MOST_EPOCH_SHADOW_BYTES."""
+    within `limit` bytes."""
     one = sum(buffer.shadow_bytes(size, 0) for buffer, size in shadowed)
     copy = sum(buffer.copy_bytes(size) for buffer, size in shadowed)
-    return (MOST_EPOCH_SHADOW_BYTES - one) // copy if copy else FIRST_EPOCHS
+    return (limit - one) // copy if copy else FIRST_EPOCHS
+
+
+def first_epochs(shadowed: Sequence[tuple[ShadowBuffer, int]]) -> int:
+    """The epoch copies of a first launch that cannot know how many epochs it reaches."""
+    fitting = most_epochs(shadowed, FIRST_EPOCH_SHADOW_BYTES)
+    return max(FIRST_EPOCHS, min(fitting, MOST_FIRST_EPOCHS))
 
 
 def _epochs(table: RaceTable, plan: LaunchPlan) -> int | None:
     """The epoch copies of each shadow (None without barrier epochs): what a relaunch asked for, else
-    the table's bound, else FIRST_EPOCHS; DeviceError when not even one fits the limit, a note when
+    the table's bound, else `first_epochs`; DeviceError when not even one fits the limit, a note when
     fewer than wanted do."""
     if table.epochs is None:
         return None
-    wanted = plan.asked.get(NAME) or table.epochs or FIRST_EPOCHS
-    most = most_epochs(_shadowed(table, plan))
+    shadowed = _shadowed(table, plan)
+    wanted = plan.asked.get(NAME) or table.epochs or first_epochs(shadowed)
+    most = most_epochs(shadowed)
     if most < 1:
         raise DeviceError(
             f"--races with barriers keeps each shadow in 1 + E copies, one for each barrier epoch: even one "
