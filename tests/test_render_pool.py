@@ -31,8 +31,8 @@ class Text:
     def __init__(self, value: str) -> None:
         self.value = value
 
-    def text(self) -> str:
-        return self.value
+    def encoded(self, encoding: tuple[str, str]) -> bytes:
+        return self.value.encode(*encoding)
 
 
 def test_pieces_come_back_in_order_through_files_that_are_removed(monkeypatch, tmp_path):
@@ -55,9 +55,9 @@ def test_pieces_that_cannot_be_left_in_shared_memory_come_back_through_the_pipe(
 class Dying:
     """A piece whose rendering process is killed, as the out-of-memory killer would."""
 
-    def text(self) -> str:
+    def encoded(self, encoding: tuple[str, str]) -> bytes:
         os.kill(os.getpid(), signal.SIGKILL)
-        return ""
+        return b""
 
 
 def test_a_rendering_process_that_dies_is_an_error_not_a_wait_for_ever():

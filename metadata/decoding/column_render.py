@@ -24,7 +24,7 @@ from ..cformat import (
 from ..formats import Conversion, FormatString
 from ..layout import FLOAT, INTEGER, ArgType, Layout
 from ..wire import COLUMN_TYPES
-from .byte_cells import cell_plan
+from .byte_cells import TRANSPORT_ERRORS, cell_plan, kept_bytes, line_matrix, put_rows
 
 
 def render_columns(
@@ -47,14 +47,52 @@ def render_columns(
 def render_text(
     fmt: FormatString, layout: Layout, columns: Sequence[numpy.ndarray], rows: int | None = None
 ) -> str:
-    """`"".join(render_columns(fmt, layout, columns, rows))`, without a string per row where the byte
-    cells print the rows: their bytes are decoded a chunk at a time, as one block."""
-    cells = cell_plan(fmt)
-    if cells is None:
-        return "".join(render_columns(fmt, layout, columns, rows))
-    rest = _tiers(fmt)[1:]
-    redo = functools.partial(_render, rest)
-    return "".join(cells.render_text(redo, arrays, count) for arrays, count in _chunks(layout, columns, rows))
+    """`"".join(render_columns(fmt, layout, columns, rows))`, rendered as one block: no string per row
+    where the byte cells print the rows."""
+    return render_bytes(fmt, layout, columns, rows).decode("utf-8", TRANSPORT_ERRORS)
+
+
+def render_bytes(
+    fmt: FormatString,
+    layout: Layout,
+    columns: Sequence[numpy.ndarray],
+    rows: int | None = None,
+    errors: str = TRANSPORT_ERRORS,
+) -> bytes:
+    """`render_text` encoded as UTF-8 with `errors`, the bytes made from the byte cells' matrices."""
+    matrices = row_matrices(fmt, layout, columns, rows, errors)
+    if matrices is None:
+        return "".join(render_columns(fmt, layout, columns, rows)).encode("utf-8", errors)
+    return b"".join(map(kept_bytes, matrices))
+
+
+def row_matrices(
+    fmt: FormatString,
+    layout: Layout,
+    columns: Sequence[numpy.ndarray],
+    rows: int | None = None,
+    errors: str = TRANSPORT_ERRORS,
+) -> list[numpy.ndarray] | None:
+    """The text of n entries as matrices of at most CHUNK_ROWS rows each (`byte_cells.line_matrix`):
+    a row's bytes that are not NUL are its entry's text, UTF-8 with `errors`. Built by the byte cells
+    where they print the format, the rows they pass on put in by the slower tiers; else from the lines
+    of those tiers. None when a line holds NUL (`%c` of 0), which a matrix cannot carry."""
+    cells = cell_plan(fmt, errors)
+    matrices = []
+    for arrays, count in _chunks(layout, columns, rows):
+        if cells is None:
+            matrix = line_matrix(_render(_tiers(fmt), arrays, count), errors)
+        else:
+            matrix, exceptional = cells.matrix(arrays, count)
+            passed = numpy.flatnonzero(exceptional)
+            if passed.size:
+                redone = _render(_tiers(fmt)[1:], [array[passed] for array in arrays], passed.size)
+                lines = line_matrix(redone, errors)
+                matrix = None if lines is None else put_rows(matrix, passed, lines)
+        if matrix is None:
+            return None
+        matrices.append(matrix)
+    return matrices
 
 
 CHUNK_ROWS = 1 << 14  # rows rendered together: big enough to amortise numpy calls, small for the caches

@@ -28,7 +28,8 @@ from ..cformat import format_values
 from ..format_catalog import DecodableFormat, FormatCatalog, FormatLookup
 from ..wire import DWORD, ENTRY_HEADER_DWORDS, Value, argument_columns, row_values
 from .buffer_region import Issue, read_region
-from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier
+from .byte_cells import kept_bytes
+from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier, row_matrices
 from .json_entries import DOCUMENT_TERMINATOR, json_plan
 from .key_positions import positions_by_key
 from .printf_walk import PrintfFraming
@@ -238,8 +239,8 @@ class PrintfDecoding:
         columns = _Columns.of(self)
         if pool is None or not _pool_pays(self.groups, style, pool.processes, given=True):
             for piece in self._pieces(chunk_entries or TEXT_CHUNK_ENTRIES):
-                text = piece.render(columns, style)
-                yield text if decoded else text.encode(*encoding)
+                data = piece.encoded(columns, style, encoding)
+                yield data.decode(*encoding) if decoded else data
             return
         from .render_pool import shared_file
 
@@ -448,6 +449,45 @@ class _Piece:
         return "".join(_interleave(columns.entry_groups[first:last], lines))
 
 
+    def encoded(self, columns: _Columns, style: Style, encoding: Encoding) -> bytes:
+        """`render`'s text encoded: for text, the bytes of the rows' matrices (`column_render.row_matrices`),
+        interleaved as rows and kept in one compress, with no string per entry."""
+        matrices = self._matrices(columns, style, encoding) if style in _TEXT_STYLES else None
+        if matrices is None:
+            return self.render(columns, style).encode(*encoding)
+        if len(matrices) == 1:
+            return b"".join(map(kept_bytes, *matrices.values()))
+        assert columns.entry_groups is not None and self.entries is not None  # shared where groups interleave
+        first, last = self.entries
+        numbers = columns.entry_groups[first:last]
+        width = max(matrix.shape[1] for chunks in matrices.values() for matrix in chunks)
+        rows = np.zeros((numbers.size, width), dtype=np.uint8)
+        for chunks, indices in zip(matrices.values(), positions_by_key(numbers, list(matrices)), strict=True):
+            start = 0
+            for matrix in chunks:
+                rows[indices[start : start + len(matrix)], : matrix.shape[1]] = matrix
+                start += len(matrix)
+        return kept_bytes(rows)
+
+    def _matrices(self, columns: _Columns, style: Style, encoding: Encoding) -> dict[int, list] | None:
+        """Each group's rows as matrices, or None where one cannot be (a line holding NUL, a verbose
+        prefix, an encoding other than UTF-8)."""
+        codec, errors = encoding
+        if codec != "utf-8":
+            return None
+        matrices = {}
+        for number, (start, stop) in self.rows.items():
+            rows = columns.rows(number, start, stop, style == VERBOSE_TEXT)
+            if rows.invocations is not None:
+                return None
+            fmt = rows.format
+            chunks = row_matrices(fmt.format, fmt.layout, rows.columns, rows.count, errors)
+            if chunks is None:
+                return None
+            matrices[number] = chunks
+        return matrices
+
+
 @dataclass(frozen=True, slots=True)
 class _SharedPiece:
     """A piece for a rendering process: the shared file of the columns, the piece and its style."""
@@ -456,8 +496,8 @@ class _SharedPiece:
     piece: _Piece
     style: Style
 
-    def text(self) -> str:
-        return self.piece.render(_attached(self.path), self.style)
+    def encoded(self, encoding: Encoding) -> bytes:
+        return self.piece.encoded(_attached(self.path), self.style, encoding)
 
 
 def _json_arguments(columns: _Columns, number: int, bounds: tuple[int, int]) -> tuple[np.ndarray, list]:

@@ -51,9 +51,10 @@ Encoding = tuple[str, str]  # codec and error handler
 
 
 class Piece(Protocol):
-    """A piece of output that renders itself (pickled to the worker: what it names, not its rows)."""
+    """A piece of output that renders itself (pickled to the worker: what it names, not its rows), as
+    the bytes of its text in an encoding."""
 
-    def text(self) -> str: ...
+    def encoded(self, encoding: Encoding) -> bytes: ...
 
 
 class RenderPool:
@@ -186,7 +187,7 @@ class _Task:
 def _render_to_file(task: _Task) -> str | bytes:
     """The path of the file the piece's bytes are left in; the bytes themselves when the file cannot
     be written (shared memory full, the directory removed), to come back through the pipe."""
-    data = task.piece.text().encode(*task.encoding)
+    data = task.piece.encoded(task.encoding)
     try:
         with open(task.path, "xb") as file:
             file.write(data)
