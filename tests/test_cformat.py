@@ -456,3 +456,77 @@ def test_render_text_keeps_bytes_of_char_as_surrogates() -> None:
     pairs = zip(*(column.tolist() for column in columns), strict=True)
     c_lines = [snprintf(fmt.text, ctypes.c_uint(c), ctypes.c_uint(n)) for c, n in pairs]
     assert render_text(fmt, layout, columns) == "".join(c_lines)
+
+
+# Byte cells on a grid: every integer and `%f`/`%e` conversion they print, each flag, widths below and
+# above the text, precisions across the 4-digit chunks of the digit tables, and the values at the
+# chunks' edges, the type's limits (INT_MIN), negative zero and the values they pass on.
+
+CELL_FLAGS = ["", "-", "+", " ", "#", "0", "-0", "+0", "#0", "- ", "+ #0"]
+CHUNK_EDGES = [9, 10, 99, 999, 9999, 10000, 99999999, 100000000, 4095, 4096, 0xFFFF, 0x10000, 0xFFFFFFFF]
+CELL_FLOATS = [
+    0.0, -0.0, 0.5, 1.5, -2.5, 9.9999, 99999.5, 0.05, 1e-7, -123456.789, 1e15, 4.5e15, 1e300, 5e-324,
+    9.5, 0.125, 1234.5678, -1.0, float("inf"), float("-inf"), float("nan"), NEGATIVE_NAN,
+]  # fmt: skip
+
+
+def assert_cells_match_snprintf(spec: str, array: numpy.ndarray, passed_on: numpy.ndarray) -> None:
+    """The byte cells print every row but `passed_on` as C does; the whole text, those rows put in by
+    the slower tiers, is C's too."""
+    conversion = conversion_of(spec)
+    plan = byte_cells.cell_plan(parse_format(spec))
+    assert plan is not None, spec
+    lines, exceptional = plan.render([array], len(array))
+    expected = [c_format(conversion, value) for value in array.tolist()]
+    assert exceptional.tolist() == passed_on.tolist(), spec
+    for line, want, passed in zip(lines, expected, passed_on.tolist(), strict=True):
+        assert passed or line == want, spec
+    arg = ArgType(conversion.kind, array.dtype.itemsize * 8)
+    assert render_text(parse_format(spec), (arg,), [array]) == "".join(expected), spec
+
+
+@pytest.mark.parametrize("letter", list("diuoxX"))
+@pytest.mark.parametrize("length", ["", "ll", "hh"])
+def test_byte_cells_print_integers_as_c_on_a_grid(letter: str, length: str) -> None:
+    bits = 64 if length == "ll" else 32
+    mask = (1 << bits) - 1
+    edges = [*(INTEGER_BOUNDARIES_64 if bits == 64 else INTEGER_BOUNDARIES), *CHUNK_EDGES, 1 << (bits - 1)]
+    values = sorted({value & mask for edge in edges for value in (edge, -edge, edge - 1)})
+    array = numpy.array(values, dtype=DTYPES[INTEGER, bits])
+    for flags in CELL_FLAGS:
+        for width in ["", "1", "7", "25"]:
+            for precision in ["", ".", ".0", ".3", ".4", ".5", ".12"]:
+                spec = f"%{flags}{width}{precision}{length}{letter}"
+                assert_cells_match_snprintf(spec, array, numpy.zeros(len(array), dtype=bool))
+
+
+@pytest.mark.parametrize("letter", list("fFeE"))
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_byte_cells_print_floats_as_c_on_a_grid(letter: str, dtype: type) -> None:
+    """Every finite value printed by the cells but ties and those too large to scale exactly; NaN and
+    the infinities passed on."""
+    with numpy.errstate(over="ignore"):
+        array = numpy.array(CELL_FLOATS, dtype=dtype)
+    finite = numpy.isfinite(array)
+    for flags in CELL_FLAGS:
+        for width in ["", "1", "9", "30"]:
+            for precision in ["", ".0", ".1", ".4", ".7", ".8", ".14"]:
+                spec = f"%{flags}{width}{precision}{letter}"
+                lines, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
+                assert (exceptional | finite).all() and not exceptional[finite & (numpy.abs(array) < 1e4)].all()
+                assert_cells_match_snprintf(spec, array, exceptional)
+                assert exceptional[~finite].all()
+
+
+def test_byte_cells_print_vectors_and_negative_zero_as_c() -> None:
+    fmt = parse_format("%v4f|%+.2v2e|%v3d\n")
+    layout = parse_layout("v4f32,v2f64,v3i32")
+    columns = [
+        numpy.array([[-0.0, 0.0, 1.5, -7.25], [3.0, -0.5, 1e5, 2.0]], numpy.float32),
+        numpy.array([[-0.0, 123.456], [7.25e-5, -1e20]]),
+        numpy.array([[0x8000_0000, 0, 0xFFFF_FFFF], [1, 10000, 0x7FFF_FFFF]], numpy.uint32),
+    ]
+    lines, exceptional = byte_cells.cell_plan(fmt).render(columns, 2)
+    assert not exceptional.any()
+    assert lines == [format_values(fmt, rows_of(columns, row)) for row in range(2)]
+    assert lines[0] == "-0.000000, 0.000000, 1.500000, -7.250000|-0.00e+00, +1.23e+02|-2147483648, 0, -1\n"
