@@ -513,14 +513,13 @@ def test_byte_cells_print_floats_as_c_on_a_grid(letter: str, dtype: type) -> Non
             for precision in ["", ".0", ".1", ".4", ".7", ".8", ".14"]:
                 spec = f"%{flags}{width}{precision}{letter}"
                 lines, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
-                assert (exceptional | finite).all() and not exceptional[finite & (numpy.abs(array) < 1e4)].all()
+                printed = ~exceptional
+                assert printed[finite & (numpy.abs(array) < 1e4)].any() and not printed[~finite].any()
                 assert_cells_match_snprintf(spec, array, exceptional)
-                assert exceptional[~finite].all()
 
 
 def test_byte_cells_print_vectors_and_negative_zero_as_c() -> None:
     fmt = parse_format("%v4f|%+.2v2e|%v3d\n")
-    layout = parse_layout("v4f32,v2f64,v3i32")
     columns = [
         numpy.array([[-0.0, 0.0, 1.5, -7.25], [3.0, -0.5, 1e5, 2.0]], numpy.float32),
         numpy.array([[-0.0, 123.456], [7.25e-5, -1e20]]),

@@ -776,7 +776,8 @@ def test_interleaved_formats_of_every_tier_give_the_bytes_c_writes():
     for row in range(300):
         choice = row % 5
         if choice < 3:
-            number = [float("nan"), 2.5, 1e30, -0.0][row % 4] if row % 7 == 0 else float(rng.standard_normal())
+            rare = [float("nan"), 2.5, 1e30, -0.0][row % 4]  # passed on, a tie, wider than the row
+            number = rare if row % 7 == 0 else float(rng.standard_normal())
             calls.append((cells, [row, int(rng.integers(-(1 << 31), 1 << 31)), number, row * 977]))
         elif choice == 3:
             calls.append((template, [float(rng.standard_normal()), 0 if row % 4 == 0 else 65 + row % 26]))

@@ -103,12 +103,17 @@ def has_cells(conversion: Conversion) -> bool:
 
 
 def kept_bytes(matrix: numpy.ndarray) -> bytes:
-    """The text of a matrix's rows, one after the other: its bytes that are not NUL, gathered by their
-    indices (a boolean compress copies run by run, and a row holds many runs), a block of rows at a
-    time so that the indices stay small."""
+    """The text of a matrix's rows, one after the other: its bytes that are not NUL."""
+    return b"".join(kept_blocks(matrix))
+
+
+def kept_blocks(matrix: numpy.ndarray) -> list[memoryview]:
+    """`kept_bytes` in pieces, for a join of many matrices to copy them once: the bytes gathered by
+    their indices (a boolean compress copies run by run, and a row holds many runs), a block of rows
+    at a time so that the indices stay small."""
     rows = max(1, KEPT_BLOCK_CELLS // max(1, matrix.shape[1]))
     blocks = [matrix[start : start + rows].reshape(-1) for start in range(0, len(matrix), rows)]
-    return b"".join(block.take(numpy.flatnonzero(block != UNKEPT)).tobytes() for block in blocks)
+    return [block.take(numpy.flatnonzero(block != UNKEPT)).data for block in blocks]
 
 
 def split_rows(matrix: numpy.ndarray) -> list[str]:
@@ -120,7 +125,9 @@ def split_rows(matrix: numpy.ndarray) -> list[str]:
     if data.isascii():
         text = data.decode("ascii")
         return [text[start:end] for start, end in zip(starts, ends, strict=True)]
-    return [data[start:end].decode("utf-8", TRANSPORT_ERRORS) for start, end in zip(starts, ends, strict=True)]
+    return [
+        data[start:end].decode("utf-8", TRANSPORT_ERRORS) for start, end in zip(starts, ends, strict=True)
+    ]
 
 
 def line_matrix(lines: list[str], errors: str = TRANSPORT_ERRORS) -> numpy.ndarray | None:
@@ -186,7 +193,7 @@ def _field(conversion: Conversion, array: numpy.ndarray) -> tuple[list[Part], nu
         prefix, body, length, bad = _integer_field(conversion, array, merge)
     else:
         prefix, body, length, bad = _float_field(conversion, array, merge)
-    if width is None:
+    if width is None or length is None:
         return prefix + body, bad
     missing = numpy.maximum(width - length(), 0)
     if not missing.any():
@@ -213,7 +220,9 @@ def _fill_words(character: str, width: int) -> numpy.ndarray:
     return fill.view(WORD)
 
 
-def _sign_column(conversion: Conversion, negative: numpy.ndarray) -> tuple[Part | None, numpy.ndarray | int]:
+def _sign_column(
+    conversion: Conversion, negative: numpy.ndarray
+) -> tuple[numpy.ndarray | None, numpy.ndarray | int]:
     """`-` where negative, else `+` or space as the flags ask (or nothing: None), in cell 0 of a word;
     and its length per row."""
     positive = sign(conversion, False)
@@ -223,13 +232,15 @@ def _sign_column(conversion: Conversion, negative: numpy.ndarray) -> tuple[Part 
     return words, (negative if not positive else 1)
 
 
-def _signed(sign_column: Part | None, digits: list[Part], merge: bool) -> tuple[list[Part], list[Part]]:
+def _signed(
+    sign_column: numpy.ndarray | None, digits: list[Part], merge: bool
+) -> tuple[list[Part], list[Part]]:
     """The prefix and the body: the sign in the first word of the digits (which `_digit_words` left
     free) when `merge`, else before them."""
     if sign_column is None:
         return [], digits
     if merge:
-        return [], [digits[0] | sign_column, *digits[1:]]
+        return [], [numpy.bitwise_or(digits[0], sign_column), *digits[1:]]
     return [sign_column], digits
 
 
@@ -301,14 +312,15 @@ def _digit_words(
 
 def _integer_field(
     conversion: Conversion, array: numpy.ndarray, merge: bool
-) -> tuple[list[Part], list[Part], Callable[[], numpy.ndarray], None]:
+) -> tuple[list[Part], list[Part], Callable[[], numpy.ndarray] | None, None]:
     """Sign or `0x` prefix and digits of an integer conversion, as `_format_signed` and co. do; the
-    length of each row's text, when asked."""
+    length of each row's text, when asked (None: as wide as the width already, the zeros that pad
+    a field of digits alone being printed as digits)."""
     letter = conversion.conversion
     base = BASES[letter]
     values = c_integers(conversion, array)
     magnitude = values.astype(numpy.uint64)
-    sign_column: Part | None = None
+    sign_column: numpy.ndarray | None = None
     prefix_length: numpy.ndarray | int = 0
     if conversion.is_signed:
         negative = values < 0
@@ -316,6 +328,13 @@ def _integer_field(
         sign_column, prefix_length = _sign_column(conversion, negative)
     magnitude = _narrow(magnitude)
     minimum = 1 if conversion.precision is None else conversion.precision
+    flags = conversion.flags
+    zeros_only = sign_column is None and ("#" not in flags or letter in "diu") and "-" not in flags
+    if zeros_only and "0" in flags and conversion.precision is None and conversion.width is not None:
+        minimum = conversion.width  # `%08x` prints what `%.8x` does
+        width_met = True
+    else:
+        width_met = False
     merge &= sign_column is not None
     digits = _digit_words(magnitude, base, minimum, letter == "X", merge)
     prefix, body = _signed(sign_column, digits, merge)
@@ -333,7 +352,7 @@ def _integer_field(
         shown = numpy.maximum(_significant(magnitude, base), minimum)
         return prefix_length + shown + octal_zero
 
-    return prefix, body, length, None
+    return prefix, body, None if width_met else length, None
 
 
 def _float_field(
@@ -362,7 +381,7 @@ def _fraction(conversion: Conversion, fraction: numpy.ndarray, precision: int) -
         return digits, 0
     if precision % CHUNK_DIGITS:
         point = numpy.uint32(_cell_word(".", CHUNK_DIGITS - 1 - precision % CHUNK_DIGITS))
-        return [digits[0] | point, *digits[1:]], 1 + precision
+        return [numpy.bitwise_or(digits[0], point), *digits[1:]], 1 + precision
     return [_constant(b"."), *digits], 1 + precision
 
 
@@ -426,7 +445,9 @@ def _exponent_words(letter: str) -> numpy.ndarray:
     """Row e + EXPONENT_RANGE: `e+dd` (at least two exponent digits) in two words, NUL in front."""
     rows = [
         bytes(8 - len(text)) + text
-        for text in (f"{letter}{exponent:+03d}".encode() for exponent in range(-EXPONENT_RANGE, EXPONENT_RANGE + 1))
+        for text in (
+            f"{letter}{exponent:+03d}".encode() for exponent in range(-EXPONENT_RANGE, 1 + EXPONENT_RANGE)
+        )
     ]
     return numpy.frombuffer(b"".join(rows), dtype=WORD).reshape(-1, 2)
 

@@ -28,7 +28,7 @@ from ..cformat import format_values
 from ..format_catalog import DecodableFormat, FormatCatalog, FormatLookup
 from ..wire import DWORD, ENTRY_HEADER_DWORDS, Value, argument_columns, row_values
 from .buffer_region import Issue, read_region
-from .byte_cells import kept_bytes
+from .byte_cells import kept_blocks, kept_bytes
 from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier, row_matrices
 from .json_entries import DOCUMENT_TERMINATOR, json_plan
 from .key_positions import positions_by_key
@@ -272,6 +272,11 @@ class PrintfDecoding:
     def _runs(self, minimum: int) -> list[tuple[int, int]]:
         """(start, stop) of each run of at least `minimum` consecutive entries of one format."""
         numbers = self.entry_groups
+        if (
+            numbers.size < minimum
+            or not (numbers[minimum - 1 :] == numbers[: numbers.size - minimum + 1]).any()
+        ):
+            return []  # no entry has the format of the one `minimum - 1` after it: no run is that long
         bounds = np.concatenate(([0], np.flatnonzero(numbers[1:] != numbers[:-1]) + 1, [numbers.size]))
         long = np.flatnonzero(np.diff(bounds) >= minimum)
         return list(zip(bounds[long].tolist(), bounds[long + 1].tolist(), strict=True))
@@ -448,7 +453,6 @@ class _Piece:
         first, last = self.entries
         return "".join(_interleave(columns.entry_groups[first:last], lines))
 
-
     def encoded(self, columns: _Columns, style: Style, encoding: Encoding) -> bytes:
         """`render`'s text encoded: for text, the bytes of the rows' matrices (`column_render.row_matrices`),
         interleaved as rows and kept in one compress, with no string per entry."""
@@ -456,7 +460,8 @@ class _Piece:
         if matrices is None:
             return self.render(columns, style).encode(*encoding)
         if len(matrices) == 1:
-            return b"".join(map(kept_bytes, *matrices.values()))
+            (chunks,) = matrices.values()
+            return b"".join([block for matrix in chunks for block in kept_blocks(matrix)])
         assert columns.entry_groups is not None and self.entries is not None  # shared where groups interleave
         first, last = self.entries
         numbers = columns.entry_groups[first:last]

@@ -1,16 +1,22 @@
-"""Benchmark of the printf buffer decoder: structured decode, text rendering, peak memory.
+"""Benchmark of the printf buffer decoder: structured decode, text rendering, peak memory, processes.
 
-Builds a buffer of 10 million entries over four formats (i32, f32, i64, f64 and vector arguments) with
-numpy, as the device would write it, then measures `decode_printf_buffer` (entries/s), `text()`
+Builds a buffer of 10 million entries with numpy, as the device would write it: over four formats
+(i32, f32, i64, f64 and vector arguments) drawn at random, or (`--formats`) the GPU benchmark's one
+format, or "invocation %u: x=%d y=%f". Measures `decode_printf_buffer` (entries/s), `text()`
 (lines/s), the peak memory each adds relative to the buffer's size, and a plain Python loop that
-walks and formats one entry at a time (timed on a prefix and scaled). Run by hand:
+walks and formats one entry at a time (timed on a prefix and scaled). Then the whole path a driver
+runs, from the buffer's bytes to the output written to /dev/null (`decode_printf_buffer`, then
+`output_chunks`): in this process, and with `--processes N` in a `RenderPool` of N started
+beforehand, as a driver keeps one. Run by hand:
 
-    python3 tests/benchmarks/bench_decode.py [--entries N] [--loop-entries N]
+    python3 tests/benchmarks/bench_decode.py [--entries N] [--loop-entries N] [--formats mixed|gpu|short]
+        [--processes N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import struct
 import time
 import tracemalloc
@@ -18,17 +24,24 @@ import tracemalloc
 import numpy as np
 
 from metadata.cformat import format_values
+from metadata.decoding import printf_buffer
 from metadata.decoding.printf_buffer import decode_printf_buffer
+from metadata.decoding.render_pool import RenderPool
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
 from metadata.wire import HEADER_BYTES, entry_dwords, entry_header
 
-FORMATS = (
-    ("thread %u: x=%d\n", "i32,i32"),
-    ("pos=%v4f w=%.3f\n", "v4f32,f32"),
-    ("big=%lld mask=%#llx\n", "i64,i64"),
-    ("t=%g id=%5u\n", "f64,i32"),
-)
+FORMAT_SETS = {
+    "mixed": (
+        ("thread %u: x=%d\n", "i32,i32"),
+        ("pos=%v4f w=%.3f\n", "v4f32,f32"),
+        ("big=%lld mask=%#llx\n", "i64,i64"),
+        ("t=%g id=%5u\n", "f64,i32"),
+    ),
+    "gpu": (("invocation %u: pos (%f, %f, %f) hash %016llx\n", "i32,f32,f32,f32,i64"),),
+    "short": (("invocation %u: x=%d y=%f\n", "i32,i32,f32"),),
+}
+FORMATS = FORMAT_SETS["mixed"]
 
 
 def build(entries: int, seed: int = 1) -> tuple[bytes, FormatTable]:
@@ -86,6 +99,50 @@ def streamed_length(decoding) -> int:
     return sum(len(chunk) for chunk in decoding.text_chunks())
 
 
+def written(data: bytes, table: FormatTable, pool: RenderPool | None) -> int:
+    """The whole path: decode the buffer, write its output to /dev/null; the bytes written."""
+    total = 0
+    with open(os.devnull, "wb") as sink:
+        for chunk in decode_printf_buffer(data, table).output_chunks(pool=pool):
+            total += sink.write(chunk)
+    return total
+
+
+def end_to_end(data: bytes, table: FormatTable, entries: int, processes: int, repeat: int) -> None:
+    """The buffer to /dev/null in this process, and in a pool of `processes` (every output in it)."""
+    walls = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        size = written(data, table, None)
+        walls.append(time.perf_counter() - began)
+    one = min(walls)
+    print(
+        f"buffer to /dev/null, one process: best {one:.3f} s of {repeat}: "
+        f"{entries / one / 1e6:.2f} M lines/s, "
+        f"{size / one / 2**20:.0f} MiB/s",
+        flush=True,
+    )
+    if processes < 2:
+        return
+    minimum = printf_buffer.POOL_MIN_SECONDS
+    printf_buffer.POOL_MIN_SECONDS = 0.0  # the pool renders whatever the output's size
+    try:
+        with RenderPool(processes) as pool:
+            walls = []
+            for _ in range(repeat):
+                began = time.perf_counter()
+                assert written(data, table, pool) == size
+                walls.append(time.perf_counter() - began)
+    finally:
+        printf_buffer.POOL_MIN_SECONDS = minimum
+    many = min(walls)
+    print(
+        f"buffer to /dev/null, a pool of {processes} ({os.cpu_count()} CPUs): best {many:.3f} s of {repeat}: "
+        f"{entries / many / 1e6:.2f} M lines/s, {one / many:.2f}x one process",
+        flush=True,
+    )
+
+
 def measure(function, *args, runs: int = 3):
     """(result, wall seconds of each run, CPU seconds of the best run, peak traced memory of another run)."""
     walls, cpus = [], []
@@ -115,11 +172,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000_000)
     parser.add_argument("--loop-entries", type=int, default=1_000_000)
+    parser.add_argument("--formats", choices=sorted(FORMAT_SETS), default="mixed")
+    parser.add_argument("--processes", type=int, default=1, help="also render in a pool of this many")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the whole path, the best taken")
+    parser.add_argument("--only-end-to-end", action="store_true", help="skip the other measurements")
     args = parser.parse_args()
+    global FORMATS
+    FORMATS = FORMAT_SETS[args.formats]
 
     data, table = build(args.entries)
     size = len(data)
-    print(f"buffer: {args.entries:,} entries, {len(FORMATS)} formats, {size / 2**20:.1f} MiB")
+    print(f"buffer: {args.entries:,} entries, {len(FORMATS)} formats, {size / 2**20:.1f} MiB", flush=True)
+    end_to_end(data, table, args.entries, args.processes, args.repeat)
+    if args.only_end_to_end:
+        return
 
     decoding, decode_walls, decode_cpu, decode_peak = measure(decode_printf_buffer, data, table)
     assert len(decoding.entries) == args.entries and not decoding.issues
