@@ -29,7 +29,7 @@ from ..layout import INTEGER
 Part = bytes | numpy.ndarray  # constant words, or a (rows,) column of words
 
 CELL_MAX_WIDTH = 256
-CELL_MAX_PRECISION = {"f": 15, "e": 14}  # digits kept below 2**52 (exact in a double); `%g` is no faster
+CELL_MAX_PRECISION = {"f": 15, "e": 14, "g": 15}  # digits kept below 2**52 (exact in a double)
 EXACT_POWERS_OF_TEN = numpy.array([10.0**k for k in range(23)])
 UNIT_ROUNDOFF = 2.0**-52
 DIGITS = b"0123456789abcdef"
@@ -91,8 +91,11 @@ def cell_plan(fmt: FormatString, errors: str = TRANSPORT_ERRORS) -> CellPlan | N
 
 
 def has_cells(conversion: Conversion) -> bool:
-    """Whether the cell renderer prints `conversion` (`%c`, `%g`, `%a`, huge widths go to the template)."""
+    """Whether the cell renderer prints `conversion` (`%c`, `%#g`, `%a`, huge widths go to the template;
+    glibc's `%#g` of a value that rounds up to 10**P is `cformat`'s to print)."""
     letter = conversion.conversion.lower()
+    if letter == "g" and "#" in conversion.flags:
+        return False
     width = conversion.width or 0
     precision = conversion.precision or 0
     if letter in BASES:
@@ -466,4 +469,49 @@ def _exponent_body(
     return body, lambda: 1 + after_length + 4 + (numpy.abs(exponent) >= 100), bad
 
 
-_FLOAT_BODIES = {"f": _fixed_body, "e": _exponent_body}
+def _general_body(
+    conversion: Conversion, magnitude: numpy.ndarray, free: bool
+) -> tuple[list[Part], Callable[[], numpy.ndarray], numpy.ndarray]:
+    """`%g`: P significant digits (P the precision, 1 for 0) in `%e`'s style where the exponent X is
+    below -4 or P or more, else in `%f`'s with P - 1 - X decimals; the fraction's trailing zeros and
+    a point left alone dropped. Both styles are laid out alike: the digits before the point, the point,
+    the fraction's leading zeros, its other digits, and the exponent (NUL in `%f`'s style)."""
+    significant = max(float_precision(conversion), 1)
+    significand, exponent, bad = _significand(magnitude, significant - 1)
+    scientific = (exponent < -4) | (exponent >= significant)
+    decimals = numpy.where(scientific, significant - 1, significant - 1 - exponent)
+    unit = DECIMAL_POWERS[decimals]
+    whole = significand // unit
+    fraction = _narrow(significand - whole * unit)
+    zeros = numpy.zeros(len(fraction), dtype=numpy.int64)  # trailing zeros of the fraction, of `decimals`
+    largest = int(fraction.max(initial=0))
+    for power in DECIMAL_POWERS[1:].tolist():
+        if power > largest:
+            break
+        zeros += fraction % fraction.dtype.type(power) == 0
+    zeros = numpy.where(fraction == 0, decimals, numpy.minimum(zeros, decimals))
+    shown = decimals - zeros
+    fraction //= DECIMAL_POWERS[zeros].astype(fraction.dtype)
+    leading = shown - _significant(fraction, 10)  # the fraction's zeros after the point
+    point = numpy.where(shown > 0, numpy.uint32(_cell_word(".")), numpy.uint32(0))
+    letter = "E" if conversion.conversion.isupper() else "e"
+    exponent_words = _exponent_words(letter)[exponent + EXPONENT_RANGE]
+    exponent_words[~scientific] = 0
+    body = [
+        *_digit_words(whole, 10, 1, free=free),
+        point,
+        *_fill("0", int(leading.max(initial=0)), leading),
+        *_digit_words(fraction, 10, 0),
+        exponent_words[:, 0],
+        exponent_words[:, 1],
+    ]
+
+    def length() -> numpy.ndarray:
+        exponent_length = scientific * (4 + (numpy.abs(exponent) >= 100))
+        return numpy.maximum(_significant(whole, 10), 1) + (shown > 0) + shown + exponent_length
+
+    return body, length, bad
+
+
+DECIMAL_POWERS = numpy.array([10**k for k in range(20)], dtype=numpy.uint64)
+_FLOAT_BODIES = {"f": _fixed_body, "e": _exponent_body, "g": _general_body}

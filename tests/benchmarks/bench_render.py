@@ -32,6 +32,7 @@ FORMATS = (
     ("%v4f %lld\n", "v4f32,i64"),
     ("id %#x %X %o %5i|%-8u|%+.3d\n", "i32,i32,i32,i32,i32,i32"),
     ("%e %.3E %12.4f %-+10.2f\n", "f32,f64,f32,f64"),
+    ("t=%g %.3g id=%5u\n", "f64,f32,i32"),
 )
 LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
 
