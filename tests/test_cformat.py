@@ -379,9 +379,9 @@ CELL_LITERALS = st.text(st.sampled_from("ab =:\n\t%é→\udc80\udcff"), max_size
 
 @st.composite
 def cell_formats(draw: st.DrawFn) -> str:
-    """A format the byte cells print (scalars and vectors); at times none, or one `%c` or `%g` among them."""
-    cells = "diouxXfFeE"
-    others = st.sampled_from(["%c", "%5c", "%g", "%a", "%.20f"])
+    """A format the byte cells print (scalars and vectors); at times none, or one `%c` or `%#g` among them."""
+    cells = "diouxXfFeEgG"
+    others = st.sampled_from(["%c", "%5c", "%#g", "%a", "%.20f"])
     pieces = []
     for _ in range(draw(st.integers(0, 4))):
         spec = specs(cells, vector=draw(st.booleans())).filter(
