@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import errno
+import io
 import math
 import os
 import pickle
@@ -798,3 +800,36 @@ def test_interleaved_formats_of_every_tier_give_the_bytes_c_writes():
     for chunk in (7, 64, None):
         assert b"".join(decoding.output_chunks(chunk)) == expected
         assert "".join(decoding.text_chunks(chunk)).encode(*printf_buffer.OUTPUT_ENCODING) == expected
+
+
+@pytest.mark.parametrize("sendfile", ["works", "refused"])
+def test_write_output_writes_the_bytes_of_output_chunks_here_and_from_a_pool(monkeypatch, tmp_path, sendfile):
+    """To a file with a descriptor (a pool's pieces sent from their files, or copied where `sendfile`
+    is refused) and to one without: the bytes `output_chunks` gives, their count returned."""
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    calls = []
+    send = os.sendfile
+
+    def counted(*arguments: int) -> int:
+        calls.append(arguments)
+        if sendfile == "refused":
+            raise OSError(errno.EINVAL, "refused")
+        return send(*arguments)
+
+    monkeypatch.setattr(render_pool.os, "sendfile", counted)
+    data, lines = runs_buffer(5, 80)
+    decoding = decode_printf_buffer(data, FUZZ_TABLE)
+    expected = "".join(lines).encode(*printf_buffer.OUTPUT_ENCODING)
+    assert b"".join(decoding.output_chunks()) == expected
+    with RenderPool(2) as pool:
+        for given in (None, pool):
+            path = tmp_path / "output"
+            with open(path, "wb") as file:
+                file.write(b"head\n")
+                assert decoding.write_output(file, 32, pool=given) == len(expected)
+                file.write(b"tail\n")
+            assert path.read_bytes() == b"head\n" + expected + b"tail\n"
+            memory = io.BytesIO()
+            assert decoding.write_output(memory, 32, pool=given) == len(expected)
+            assert memory.getvalue() == expected
+            assert bool(calls) == (given is not None)  # the pool's pieces, to the file with a descriptor

@@ -19,7 +19,7 @@ import struct
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -39,7 +39,9 @@ if TYPE_CHECKING:
     from .render_pool import Encoding, RenderPool
 
 TEXT_CHUNK_ENTRIES = 1 << 16
-PARALLEL_CHUNK_ENTRIES = 1 << 14  # smaller pieces in a pool: the first arrives sooner, the load evens out
+PARALLEL_CHUNK_ENTRIES = (
+    1 << 16
+)  # pieces of a pool: smaller ones cost more per entry than they even out the load
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
 POOL_MIN_SECONDS = 0.1  # an output one process renders faster than this is rendered in the caller
 BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells' text no faster than the caller alone
@@ -205,6 +207,35 @@ class PrintfDecoding:
         style = VERBOSE_TEXT if verbose else TEXT
         return self._rendered(style, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=False)
 
+    def write_output(
+        self,
+        file: BinaryIO,
+        chunk_entries: int | None = None,
+        processes: int = 1,
+        pool: RenderPool | None = None,
+        verbose: bool = False,
+    ) -> int:
+        """Write `output_chunks`' bytes to `file`, a binary file; the bytes written. Where a pool renders
+        them and `file` has a descriptor, each piece goes from the file its worker left it in straight
+        to that descriptor (`os.sendfile`): this process copies none of the text, which is what lets
+        many processes render it faster than one reads it."""
+        style = VERBOSE_TEXT if verbose else TEXT
+        try:
+            descriptor: int | None = file.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+            descriptor = None
+        written = 0
+        for result in self._rendered(style, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=None):
+            if isinstance(result, bytes):
+                written += file.write(result)
+            elif descriptor is None:
+                written += file.write(result.read())
+            else:
+                file.flush()
+                written += result.send(descriptor)
+        file.flush()
+        return written
+
     def json_chunks(
         self,
         terminator: str = DOCUMENT_TERMINATOR,
@@ -223,10 +254,11 @@ class PrintfDecoding:
         chunk_entries: int | None,
         processes: int,
         pool: RenderPool | None,
-        decoded: bool = True,
+        decoded: bool | None = True,
     ) -> Generator[Any, None, None]:
         """The pieces of `style` (TEXT, or a JSON terminator) as str (`decoded`) or `encoding`'s bytes,
-        rendered here, by `pool`, or by a pool of `processes` started for this call (`_pool_pays`)."""
+        rendered here, by `pool`, or by a pool of `processes` started for this call (`_pool_pays`);
+        with `decoded` None, a pool's pieces as it gives them back (`RenderPool.rendered`)."""
         if pool is None and _pool_pays(self.groups, style, processes):
             from .render_pool import RenderPool, call_start_method
 
@@ -247,7 +279,11 @@ class PrintfDecoding:
         with shared_file(".columns") as path:
             columns.share(path, offsets=style not in _TEXT_STYLES, entry_groups=len(self.groups) > 1)
             pieces = self._pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
-            for data in pool.render((_SharedPiece(path, piece, style) for piece in pieces), encoding):
+            shared = (_SharedPiece(path, piece, style) for piece in pieces)
+            if decoded is None:
+                yield from pool.rendered(shared, encoding)
+                return
+            for data in pool.render(shared, encoding):
                 yield data.decode(*encoding) if decoded else data
 
     def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:

@@ -24,6 +24,7 @@ machine.
 from __future__ import annotations
 
 import contextlib
+import errno
 import multiprocessing
 import os
 import re
@@ -35,7 +36,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from ..errors import RenderError
 from .helper_process import become_helper, single_threaded
@@ -99,6 +100,12 @@ class RenderPool:
         At most WINDOW_PER_PROCESS pieces a process are given out ahead of the one awaited, so that a
         slow reader of the output holds a bounded amount of rendered text, in memory or in files.
         """
+        for result in self.rendered(pieces, encoding):
+            yield result if isinstance(result, bytes) else result.read()
+
+    def rendered(self, pieces: Iterable[Piece], encoding: Encoding) -> Iterator[bytes | PieceFile]:
+        """`render`'s pieces as they come back: a piece's bytes, or the file a worker left them in, to be
+        read or sent (`PieceFile`) before the next is asked for (the files are removed after)."""
         directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", dir=_shared_directory())
         self._directories.add(directory)
         window: deque[Future] = deque()
@@ -107,9 +114,9 @@ class RenderPool:
                 task = _Task(piece, encoding, os.path.join(directory, str(number)))
                 window.append(self._submit(task))
                 if len(window) >= WINDOW_PER_PROCESS * self.processes:
-                    yield _collect(_result(window.popleft()))
+                    yield _piece_file(_result(window.popleft()))
             while window:
-                yield _collect(_result(window.popleft()))
+                yield _piece_file(_result(window.popleft()))
         finally:
             for future in window:
                 future.cancel()
@@ -207,21 +214,58 @@ def _result(future: Future) -> str | bytes:
         ) from None
 
 
-def _collect(result: str | bytes) -> bytes:
-    """A piece's bytes, read from the file a worker left them in (removed), or as they came back;
-    RenderError when the file cannot be read (removed from shared memory by another process)."""
-    if isinstance(result, bytes):
-        return result
-    try:
-        with open(result, "rb") as file:
-            data = file.read()
-        os.unlink(result)
-    except OSError as failure:
-        raise RenderError(
-            f"a rendered piece of the output, {result}, cannot be read ({failure.strerror or failure}; did "
-            "something remove it from shared memory?): the output stops here"
-        ) from None
-    return data
+def _piece_file(result: str | bytes) -> bytes | PieceFile:
+    return result if isinstance(result, bytes) else PieceFile(result)
+
+
+@dataclass(frozen=True, slots=True)
+class PieceFile:
+    """The file a worker left a piece's bytes in: read once, or sent to a file descriptor, then removed.
+    RenderError when it cannot be read (removed from shared memory by another process)."""
+
+    path: str
+
+    def read(self) -> bytes:
+        """The piece's bytes."""
+        with self._opened() as file:
+            return file.read()
+
+    def send(self, descriptor: int) -> int:
+        """Write the piece to `descriptor` with `os.sendfile`, from the file to it in the kernel, with no
+        copy in this process (through this process where the descriptor takes no `sendfile`); the
+        bytes written."""
+        with self._opened() as file:
+            size = os.fstat(file.fileno()).st_size
+            sent = 0
+            try:
+                while sent < size:
+                    done = os.sendfile(descriptor, file.fileno(), sent, size - sent)
+                    if not done:
+                        break
+                    sent += done
+            except OSError as failure:
+                if sent or failure.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                data = memoryview(file.read())
+                while sent < size:
+                    sent += os.write(descriptor, data[sent:])
+            return sent
+
+    @contextlib.contextmanager
+    def _opened(self) -> Iterator[BinaryIO]:
+        """The file, open, and its name removed (the render's directory goes at its end anyway)."""
+        try:
+            file = open(self.path, "rb")  # noqa: SIM115 (closed below; only opening it is told apart)
+        except OSError as failure:
+            why = failure.strerror or failure
+            raise RenderError(
+                f"a rendered piece of the output, {self.path}, cannot be read ({why}; did something remove "
+                "it from shared memory?): the output stops here"
+            ) from None
+        with file:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            yield file
 
 
 def remove_orphans() -> None:

@@ -6,11 +6,12 @@ format, or "invocation %u: x=%d y=%f". Measures `decode_printf_buffer` (entries/
 (lines/s), the peak memory each adds relative to the buffer's size, and a plain Python loop that
 walks and formats one entry at a time (timed on a prefix and scaled). Then the whole path a driver
 runs, from the buffer's bytes to the output written to /dev/null (`decode_printf_buffer`, then
-`output_chunks`): in this process, and with `--processes N` in a `RenderPool` of N started
-beforehand, as a driver keeps one. Run by hand:
+`output_chunks` or `write_output`): in this process, and with `--processes N` in a `RenderPool` of N
+started beforehand, as a driver keeps one, with the CPU time the calling process still takes, which
+bounds what any number of processes gains. Run by hand:
 
     python3 tests/benchmarks/bench_decode.py [--entries N] [--loop-entries N] [--formats mixed|gpu|short]
-        [--processes N]
+        [--processes N] [--repeat N] [--only-end-to-end]
 """
 
 from __future__ import annotations
@@ -99,27 +100,38 @@ def streamed_length(decoding) -> int:
     return sum(len(chunk) for chunk in decoding.text_chunks())
 
 
-def written(data: bytes, table: FormatTable, pool: RenderPool | None) -> int:
-    """The whole path: decode the buffer, write its output to /dev/null; the bytes written."""
-    total = 0
+def written(data: bytes, table: FormatTable, pool: RenderPool | None, whole: bool) -> int:
+    """The whole path: decode the buffer, write its output to /dev/null (by `write_output` when
+    `whole`, else chunk by chunk from `output_chunks`); the bytes written."""
+    decoding = decode_printf_buffer(data, table)
     with open(os.devnull, "wb") as sink:
-        for chunk in decode_printf_buffer(data, table).output_chunks(pool=pool):
-            total += sink.write(chunk)
-    return total
+        if whole and hasattr(decoding, "write_output"):
+            return decoding.write_output(sink, pool=pool)
+        return sum(sink.write(chunk) for chunk in decoding.output_chunks(pool=pool))
+
+
+def best_of(
+    repeat: int, data: bytes, table: FormatTable, pool: RenderPool | None, whole: bool
+) -> tuple[float, float, int]:
+    """The least wall time of `repeat` runs of `written`, the least CPU time this process took in one
+    (with a pool: what the workers cannot take off it), and the bytes written."""
+    walls, cpus, size = [], [], 0
+    for _ in range(repeat):
+        began, began_cpu = time.perf_counter(), time.process_time()
+        size = written(data, table, pool, whole)
+        walls.append(time.perf_counter() - began)
+        cpus.append(time.process_time() - began_cpu)
+    return min(walls), min(cpus), size
 
 
 def end_to_end(data: bytes, table: FormatTable, entries: int, processes: int, repeat: int) -> None:
-    """The buffer to /dev/null in this process, and in a pool of `processes` (every output in it)."""
-    walls = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        size = written(data, table, None)
-        walls.append(time.perf_counter() - began)
-    one = min(walls)
+    """The buffer to /dev/null in this process, and in a pool of `processes` (every output in it):
+    by `output_chunks`, and by `write_output` (in a pool, the pieces sent from their files). With a
+    pool, this process's own CPU time bounds the speed-up however many processes render."""
+    one, one_cpu, size = best_of(repeat, data, table, None, False)
     print(
-        f"buffer to /dev/null, one process: best {one:.3f} s of {repeat}: "
-        f"{entries / one / 1e6:.2f} M lines/s, "
-        f"{size / one / 2**20:.0f} MiB/s",
+        f"buffer to /dev/null, one process: best {one:.3f} s of {repeat} ({one_cpu:.3f} s CPU): "
+        f"{entries / one / 1e6:.2f} M lines/s, {size / one / 2**20:.0f} MiB/s",
         flush=True,
     )
     if processes < 2:
@@ -128,19 +140,20 @@ def end_to_end(data: bytes, table: FormatTable, entries: int, processes: int, re
     printf_buffer.POOL_MIN_SECONDS = 0.0  # the pool renders whatever the output's size
     try:
         with RenderPool(processes) as pool:
-            walls = []
-            for _ in range(repeat):
-                began = time.perf_counter()
-                assert written(data, table, pool) == size
-                walls.append(time.perf_counter() - began)
+            runs = {name: best_of(repeat, data, table, pool, whole) for name, whole in WAYS}
     finally:
         printf_buffer.POOL_MIN_SECONDS = minimum
-    many = min(walls)
-    print(
-        f"buffer to /dev/null, a pool of {processes} ({os.cpu_count()} CPUs): best {many:.3f} s of {repeat}: "
-        f"{entries / many / 1e6:.2f} M lines/s, {one / many:.2f}x one process",
-        flush=True,
-    )
+    for name, (seconds, cpu, written_size) in runs.items():
+        assert written_size == size
+        print(
+            f"buffer to /dev/null, a pool of {processes} ({os.cpu_count()} CPUs), {name}: best "
+            f"{seconds:.3f} s of {repeat}: {entries / seconds / 1e6:.2f} M lines/s, {one / seconds:.2f}x one "
+            f"process; this process {cpu:.3f} s CPU, at most {one_cpu / cpu:.1f}x however many render",
+            flush=True,
+        )
+
+
+WAYS = (("output_chunks", False), ("write_output", True))
 
 
 def measure(function, *args, runs: int = 3):
