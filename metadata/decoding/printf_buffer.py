@@ -36,7 +36,7 @@ from .printf_walk import PrintfFraming
 from .record_walk import RecordWalk
 
 if TYPE_CHECKING:
-    from .render_pool import Encoding, RenderPool
+    from .render_pool import Encoding, PieceFile, RenderPool
 
 TEXT_CHUNK_ENTRIES = 1 << 16
 PARALLEL_CHUNK_ENTRIES = (
@@ -215,26 +215,13 @@ class PrintfDecoding:
         pool: RenderPool | None = None,
         verbose: bool = False,
     ) -> int:
-        """Write `output_chunks`' bytes to `file`, a binary file; the bytes written. Where a pool renders
-        them and `file` has a descriptor, each piece goes from the file its worker left it in straight
-        to that descriptor (`os.sendfile`): this process copies none of the text, which is what lets
-        many processes render it faster than one reads it."""
+        """Write `output_chunks`' bytes to `file` (binary); the bytes written. A pool's pieces go from the
+        files its workers left them in to `file`'s descriptor, where it has one (`os.sendfile`): this
+        process copies none of the text, which would bound how much faster many processes render it."""
         style = VERBOSE_TEXT if verbose else TEXT
-        try:
-            descriptor: int | None = file.fileno()
-        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
-            descriptor = None
-        written = 0
-        for result in self._rendered(style, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=None):
-            if isinstance(result, bytes):
-                written += file.write(result)
-            elif descriptor is None:
-                written += file.write(result.read())
-            else:
-                file.flush()
-                written += result.send(descriptor)
-        file.flush()
-        return written
+        return _write(
+            self._rendered(style, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=None), file
+        )
 
     def json_chunks(
         self,
@@ -279,18 +266,15 @@ class PrintfDecoding:
         with shared_file(".columns") as path:
             columns.share(path, offsets=style not in _TEXT_STYLES, entry_groups=len(self.groups) > 1)
             pieces = self._pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
-            shared = (_SharedPiece(path, piece, style) for piece in pieces)
-            if decoded is None:
-                yield from pool.rendered(shared, encoding)
-                return
-            for data in pool.render(shared, encoding):
-                yield data.decode(*encoding) if decoded else data
+            yield from _from_pool(
+                pool, (_SharedPiece(path, piece, style) for piece in pieces), encoding, decoded
+            )
 
     def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:
         """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
         cursors = [0] * len(self.groups)
         position = 0
-        for start, stop in [*self._runs(TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
+        for start, stop in [*_runs(self.entry_groups, TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
             for first, last, rows in self._chunks(chunk_entries, _row_range, cursors, position, start):
                 yield _Piece(rows, (first, last))
             if start < stop:
@@ -304,18 +288,6 @@ class PrintfDecoding:
     def text(self) -> str:
         """The concatenated output, exactly as C's printf would print it."""
         return "".join(self.text_chunks())
-
-    def _runs(self, minimum: int) -> list[tuple[int, int]]:
-        """(start, stop) of each run of at least `minimum` consecutive entries of one format."""
-        numbers = self.entry_groups
-        if (
-            numbers.size < minimum
-            or not (numbers[minimum - 1 :] == numbers[: numbers.size - minimum + 1]).any()
-        ):
-            return []  # no entry has the format of the one `minimum - 1` after it: no run is that long
-        bounds = np.concatenate(([0], np.flatnonzero(numbers[1:] != numbers[:-1]) + 1, [numbers.size]))
-        long = np.flatnonzero(np.diff(bounds) >= minimum)
-        return list(zip(bounds[long].tolist(), bounds[long + 1].tolist(), strict=True))
 
     def _chunks(
         self, chunk_entries: int, produce: Any, cursors: list[int], start: int = 0, stop: int | None = None
@@ -332,6 +304,46 @@ class PrintfDecoding:
                 cursors[number] = row + int(counts[number])
                 pieces[number] = produce(self.groups[number], row, cursors[number])
             yield first, last, pieces
+
+
+def _from_pool(
+    pool: RenderPool, pieces: Iterator[_SharedPiece], encoding: Encoding, decoded: bool | None
+) -> Iterator[Any]:
+    """A pool's pieces in order: as str (`decoded`), bytes, or as it gives them back (None)."""
+    if decoded is None:
+        yield from pool.rendered(pieces, encoding)
+        return
+    for data in pool.render(pieces, encoding):
+        yield data.decode(*encoding) if decoded else data
+
+
+def _write(results: Iterator[bytes | PieceFile], file: BinaryIO) -> int:
+    """Write rendered pieces to `file`, a pool's from their files to its descriptor where it has one;
+    the bytes written."""
+    try:
+        descriptor: int | None = file.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        descriptor = None
+    written = 0
+    for result in results:
+        if isinstance(result, bytes):
+            written += file.write(result)
+        elif descriptor is None:
+            written += file.write(result.read())
+        else:
+            file.flush()
+            written += result.send(descriptor)
+    file.flush()
+    return written
+
+
+def _runs(numbers: np.ndarray, minimum: int) -> list[tuple[int, int]]:
+    """(start, stop) of each run of at least `minimum` consecutive equal `numbers` (entries' groups)."""
+    if numbers.size < minimum or not (numbers[minimum - 1 :] == numbers[: numbers.size - minimum + 1]).any():
+        return []  # no entry has the format of the one `minimum - 1` after it: no run is that long
+    bounds = np.concatenate(([0], np.flatnonzero(numbers[1:] != numbers[:-1]) + 1, [numbers.size]))
+    long = np.flatnonzero(np.diff(bounds) >= minimum)
+    return list(zip(bounds[long].tolist(), bounds[long + 1].tolist(), strict=True))
 
 
 def _pool_pays(groups: Sequence[FormatColumns], style: Style, processes: int, given: bool = False) -> bool:

@@ -1,10 +1,11 @@
 """Benchmark of rendering decoded printf columns to text, one format at a time, against C's snprintf.
 
 For each format and size, random columns (integers over their whole range, floats ~ N(0, 100)) are
-rendered by `render_text` (a block per chunk, what `output_chunks` renders for runs of one format), by
-`render_columns` joined (a string per row, then one join), and, as the baseline, by C's `snprintf`
-called through ctypes on a prefix of the same values (scaled), whose text the block must equal. Rates
-are lines per second of CPU time, best of `--repeat` (the machine may be shared). Run by hand:
+rendered by `render_bytes` (the UTF-8 bytes, what `output_chunks` renders for runs of one format), by
+`render_text` (the same as one str, the block), by `render_columns` joined (a string per row, then
+one join), and, as the baseline, by C's `snprintf` called through ctypes on a prefix of the same
+values (scaled), whose text the block must equal. Rates are lines per second of CPU time, best of
+`--repeat` (the machine may be shared). Run by hand:
 
     python3 tests/benchmarks/bench_render.py [--sizes 20 22] [--loop-entries N] [--repeat 3]
 """
@@ -20,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from metadata.decoding import column_render
 from metadata.decoding.column_render import render_columns, render_text
 from metadata.formats import parse_format
 from metadata.layout import FLOAT, ArgType, parse_layout
@@ -92,6 +94,11 @@ def measure(text: str, layout_text: str, size: int, loop_entries: int, repeat: i
     rows = 1 << size
     columns = [random_column(rng, arg, rows) for arg in layout]
     block, new = best(repeat, lambda: render_text(fmt, layout, columns))
+    as_bytes = ""
+    if hasattr(column_render, "render_bytes"):  # the code before it had none
+        seconds, data = best(repeat, lambda: column_render.render_bytes(fmt, layout, columns))
+        assert data == new.encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+        as_bytes = f"as bytes {rows / seconds / 1e6:.2f} M lines/s, "
     joined, old = best(1, lambda: "".join(render_columns(fmt, layout, columns)))
     assert new == old
     prefix = min(rows, loop_entries)
@@ -100,7 +107,7 @@ def measure(text: str, layout_text: str, size: int, loop_entries: int, repeat: i
     assert new.startswith(c_text)  # type: ignore[union-attr, arg-type]
     loop *= rows / prefix
     return (
-        f"{text!r} x 2^{size}: block {rows / block / 1e6:.2f} M lines/s, "
+        f"{text!r} x 2^{size}: {as_bytes}block {rows / block / 1e6:.2f} M lines/s, "
         f"rows joined {rows / joined / 1e6:.2f} M lines/s, "
         f"snprintf through ctypes {rows / loop / 1e6:.3f} M lines/s (block {loop / block:.0f}x), "
         f"{len(new) / rows:.0f} bytes/line"  # type: ignore[arg-type]
