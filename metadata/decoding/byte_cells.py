@@ -1,6 +1,6 @@
 """Byte cells: the fastest tier of `column_render`, every conversion of a chunk of rows rendered at once
-with numpy (integers and `%f`/`%e` of moderate width and precision), checked against `snprintf` by the
-tests.
+with numpy (integers, `%f`/`%e`/`%g` of moderate width and precision), checked against `snprintf` by
+the tests.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from ..layout import INTEGER
 
 # Byte cells: every conversion of a chunk rendered at once with numpy, into a (rows, width) matrix of
 # bytes where the row's text is its bytes that are not NUL (a format string holds none, and no
-# conversion here prints one): one comparison and one compress give the text of every row, of one
+# conversion here prints one): one comparison and one gather give the text of every row, of one
 # format or of rows of several formats interleaved. The matrix is built of words of four cells
 # (`WORD`, cell k its byte k): each piece of a row is a part, constant bytes (the literals, padded in
 # front with NUL to whole words) or a column of each row's word, so that the matrix is written as a
-# template row and word columns, not cell by cell. Digits are looked up four at a time in tables that hold
-# NUL for the leading zeros not printed. Floats are scaled by a power of ten and rounded in binary; a
-# row is marked for the next tier where that rounding might differ from the exact decimal rounding
-# (ties and near-ties), the value is not finite, or out of range.
+# template row and word columns, not cell by cell. Digits are looked up four at a time in tables that
+# hold NUL for the leading zeros not printed. Floats are scaled by a power of ten and rounded in
+# binary; a row is marked for the next tier where that rounding might differ from the exact decimal
+# rounding (ties and near-ties), the value is not finite, or out of range.
 
 Part = bytes | numpy.ndarray  # constant words, or a (rows,) column of words
 
