@@ -105,7 +105,8 @@ def test_a_slow_reader_holds_no_more_than_a_window_of_rendered_pieces(monkeypatc
         for _ in pool.render((Text("x" * 4096) for _ in range(40)), UTF8):
             time.sleep(0.005)  # the workers finish all they were given meanwhile
             held.append(len(os.listdir(directories[0])))
-    assert len(held) == 40 and 1 <= max(held) < WINDOW_PER_PROCESS * 2
+    # the files are slots that later pieces overwrite: the window's pieces and the one read last
+    assert len(held) == 40 and 1 <= max(held) <= WINDOW_PER_PROCESS * 2 + 1
 
 
 def test_a_native_thread_makes_a_pool_for_one_call_start_from_a_fork_server(waiter):

@@ -11,8 +11,9 @@ every task cost a second for 2^24 entries; so the decoder writes its columns onc
 memory (`shared_file`), which every worker maps, and a piece names rows of it. Moving the text: a pipe
 costs the receiving process several copies of every byte, and that process is the one that writes the
 output; so each worker leaves its piece in a file of a private directory in shared memory, which the
-caller reads once and removes (a piece that cannot be written there, shared memory being full, comes
-back through the pipe).
+caller reads once, or sends to its output (`PrintfDecoding.write_output`) without copying it at all; a
+file is a slot that a later piece overwrites, its pages kept (a piece that cannot be written there,
+shared memory being full, comes back through the pipe).
 
 Ending: workers are helpers (`helper_process`): they die with their parent and leave SIGINT to it. A
 pool left by an exception (an interruption, a failed write) stops its workers at once rather than
@@ -105,13 +106,16 @@ class RenderPool:
 
     def rendered(self, pieces: Iterable[Piece], encoding: Encoding) -> Iterator[bytes | PieceFile]:
         """`render`'s pieces as they come back: a piece's bytes, or the file a worker left them in, to be
-        read or sent (`PieceFile`) before the next is asked for (the files are removed after)."""
+        read or sent (`PieceFile`) before the next is asked for. The files are slots that later pieces
+        overwrite, so that the pages of shared memory they take are not freed and taken again for
+        every piece; the directory is removed at the end."""
         directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", dir=_shared_directory())
         self._directories.add(directory)
         window: deque[Future] = deque()
+        slots = WINDOW_PER_PROCESS * self.processes + 1  # a piece's slot was its read one's, W pieces before
         try:
             for number, piece in enumerate(pieces):
-                task = _Task(piece, encoding, os.path.join(directory, str(number)))
+                task = _Task(piece, encoding, os.path.join(directory, str(number % slots)))
                 window.append(self._submit(task))
                 if len(window) >= WINDOW_PER_PROCESS * self.processes:
                     yield _piece_file(_result(window.popleft()))
@@ -192,12 +196,19 @@ class _Task:
 
 
 def _render_to_file(task: _Task) -> str | bytes:
-    """The path of the file the piece's bytes are left in; the bytes themselves when the file cannot
-    be written (shared memory full, the directory removed), to come back through the pipe."""
+    """The path of the file the piece's bytes are left in (over an earlier piece's, its pages kept); the
+    bytes themselves when the file cannot be written (shared memory full, the directory removed), to
+    come back through the pipe."""
     data = task.piece.encoded(task.encoding)
     try:
-        with open(task.path, "xb") as file:
-            file.write(data)
+        descriptor = os.open(task.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            view, written = memoryview(data), 0
+            while written < len(data):
+                written += os.pwrite(descriptor, view[written:], written)
+            os.ftruncate(descriptor, len(data))
+        finally:
+            os.close(descriptor)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(task.path)
@@ -220,8 +231,9 @@ def _piece_file(result: str | bytes) -> bytes | PieceFile:
 
 @dataclass(frozen=True, slots=True)
 class PieceFile:
-    """The file a worker left a piece's bytes in: read once, or sent to a file descriptor, then removed.
-    RenderError when it cannot be read (removed from shared memory by another process)."""
+    """The file a worker left a piece's bytes in: read once, or sent to a file descriptor (and left for a
+    later piece to overwrite). RenderError when it cannot be read (removed from shared memory by
+    another process)."""
 
     path: str
 
@@ -253,7 +265,7 @@ class PieceFile:
 
     @contextlib.contextmanager
     def _opened(self) -> Iterator[BinaryIO]:
-        """The file, open, and its name removed (the render's directory goes at its end anyway)."""
+        """The file, open."""
         try:
             file = open(self.path, "rb")  # noqa: SIM115 (closed below; only opening it is told apart)
         except OSError as failure:
@@ -263,8 +275,6 @@ class PieceFile:
                 "it from shared memory?): the output stops here"
             ) from None
         with file:
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
             yield file
 
 
