@@ -29,7 +29,7 @@ from metadata.wire import entry_header
 
 FORMATS = {
     "byte cells": ("Hello from invocation %u!\n", "i32"),
-    "template": ("invocation %u: %g\n", "i32,f32"),
+    "template": ("invocation %u: %#g\n", "i32,f32"),  # %g without # is byte cells
     "exact": ("invocation %u: %a\n", "i32,f32"),
 }
 
