@@ -379,9 +379,9 @@ CELL_LITERALS = st.text(st.sampled_from("ab =:\n\t%é→\udc80\udcff"), max_size
 
 @st.composite
 def cell_formats(draw: st.DrawFn) -> str:
-    """A format the byte cells print (scalars and vectors); at times none, or one `%c` or `%g` among them."""
-    cells = "diouxXfFeE"
-    others = st.sampled_from(["%c", "%5c", "%g", "%a", "%.20f"])
+    """A format the byte cells print (scalars and vectors); at times none, or one `%c` or `%#g` among them."""
+    cells = "diouxXfFeEgG"
+    others = st.sampled_from(["%c", "%5c", "%#g", "%a", "%.20f"])
     pieces = []
     for _ in range(draw(st.integers(0, 4))):
         spec = specs(cells, vector=draw(st.booleans())).filter(
@@ -405,25 +405,22 @@ def typical_column(data: st.DataObject, arg: ArgType, rows: int) -> numpy.ndarra
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.data(), cell_formats(), st.sampled_from([1, 64]), st.sampled_from([3, 1 << 14]))
-def test_render_text_equals_joined_rows(data: st.DataObject, text: str, ratio: int, chunk: int) -> None:
-    """As one block, rows spliced in (ratio 1) or split and joined (64), across chunk boundaries."""
+@given(st.data(), cell_formats(), st.sampled_from([3, 1 << 14]))
+def test_render_text_equals_joined_rows(data: st.DataObject, text: str, chunk: int) -> None:
+    """As one block, the rows the cells pass on put in their place, across chunk boundaries."""
     fmt = parse_format(text)
     layout = tuple(argument_type(conversion, data) for conversion in fmt.conversions)
     rows = data.draw(st.integers(0, 40))
     columns = [typical_column(data, arg, rows) for arg in layout]
     expected = "".join(format_values(fmt, rows_of(columns, row)) for row in range(rows))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(byte_cells, "SPLICE_RATIO", ratio)
         patch.setattr(column_render, "CHUNK_ROWS", chunk)
         assert "".join(render_columns(fmt, layout, columns, rows)) == expected
         assert render_text(fmt, layout, columns, rows) == expected
 
 
-@pytest.mark.parametrize("ratio", [1, 64])
-def test_render_text_replaces_exceptional_rows_in_place(monkeypatch: pytest.MonkeyPatch, ratio: int) -> None:
+def test_render_text_replaces_exceptional_rows_in_place() -> None:
     """NaN, infinities and decimal ties, first, last and in between, among rows the cells print."""
-    monkeypatch.setattr(byte_cells, "SPLICE_RATIO", ratio)
     fmt = parse_format("invocation %u: pos (%f, %.0f, %e) é hash %016llx\n")
     layout = parse_layout("i32,f32,f64,f64,i64")
     rows = 300
@@ -459,3 +456,77 @@ def test_render_text_keeps_bytes_of_char_as_surrogates() -> None:
     pairs = zip(*(column.tolist() for column in columns), strict=True)
     c_lines = [snprintf(fmt.text, ctypes.c_uint(c), ctypes.c_uint(n)) for c, n in pairs]
     assert render_text(fmt, layout, columns) == "".join(c_lines)
+
+
+# Byte cells on a grid: every integer and `%f`/`%e` conversion they print, each flag, widths below and
+# above the text, precisions across the 4-digit chunks of the digit tables, and the values at the
+# chunks' edges, the type's limits (INT_MIN), negative zero and the values they pass on.
+
+CELL_FLAGS = ["", "-", "+", " ", "#", "0", "-0", "+0", "#0", "- ", "+ #0"]
+CHUNK_EDGES = [9, 10, 99, 999, 9999, 10000, 99999999, 100000000, 4095, 4096, 0xFFFF, 0x10000, 0xFFFFFFFF]
+CELL_FLOATS = [
+    0.0, -0.0, 0.5, 1.5, -2.5, 9.9999, 99999.5, 0.05, 1e-7, -123456.789, 1e15, 4.5e15, 1e300, 5e-324,
+    9.5, 0.125, 1234.5678, -1.0, 1e-4, 1e-5, 100000.0, 1e6, 123456.0, 1234567.0, 0.000123456, 3.0e-5,
+    float("inf"), float("-inf"), float("nan"), NEGATIVE_NAN,
+]  # fmt: skip
+
+
+def assert_cells_match_snprintf(spec: str, array: numpy.ndarray, passed_on: numpy.ndarray) -> None:
+    """The byte cells print every row but `passed_on` as C does; the whole text, those rows put in by
+    the slower tiers, is C's too."""
+    conversion = conversion_of(spec)
+    plan = byte_cells.cell_plan(parse_format(spec))
+    assert plan is not None, spec
+    lines, exceptional = plan.render([array], len(array))
+    expected = [c_format(conversion, value) for value in array.tolist()]
+    assert exceptional.tolist() == passed_on.tolist(), spec
+    for line, want, passed in zip(lines, expected, passed_on.tolist(), strict=True):
+        assert passed or line == want, spec
+    arg = ArgType(conversion.kind, array.dtype.itemsize * 8)
+    assert render_text(parse_format(spec), (arg,), [array]) == "".join(expected), spec
+
+
+@pytest.mark.parametrize("letter", list("diuoxX"))
+@pytest.mark.parametrize("length", ["", "ll", "hh"])
+def test_byte_cells_print_integers_as_c_on_a_grid(letter: str, length: str) -> None:
+    bits = 64 if length == "ll" else 32
+    mask = (1 << bits) - 1
+    edges = [*(INTEGER_BOUNDARIES_64 if bits == 64 else INTEGER_BOUNDARIES), *CHUNK_EDGES, 1 << (bits - 1)]
+    values = sorted({value & mask for edge in edges for value in (edge, -edge, edge - 1)})
+    array = numpy.array(values, dtype=DTYPES[INTEGER, bits])
+    for flags in CELL_FLAGS:
+        for width in ["", "1", "7", "25"]:
+            for precision in ["", ".", ".0", ".3", ".4", ".5", ".12"]:
+                spec = f"%{flags}{width}{precision}{length}{letter}"
+                assert_cells_match_snprintf(spec, array, numpy.zeros(len(array), dtype=bool))
+
+
+@pytest.mark.parametrize("letter", list("fFeEgG"))
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_byte_cells_print_floats_as_c_on_a_grid(letter: str, dtype: type) -> None:
+    """Every finite value printed by the cells but ties and those too large to scale exactly; NaN and
+    the infinities passed on. (`%#g` is the exact formatter's: glibc's rounding up a decade.)"""
+    with numpy.errstate(over="ignore"):
+        array = numpy.array(CELL_FLOATS, dtype=dtype)
+    finite = numpy.isfinite(array)
+    for flags in [flags for flags in CELL_FLAGS if letter not in "gG" or "#" not in flags]:
+        for width in ["", "1", "9", "30"]:
+            for precision in ["", ".0", ".1", ".4", ".7", ".8", ".14"]:
+                spec = f"%{flags}{width}{precision}{letter}"
+                lines, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
+                printed = ~exceptional
+                assert printed[finite & (numpy.abs(array) < 1e4)].any() and not printed[~finite].any()
+                assert_cells_match_snprintf(spec, array, exceptional)
+
+
+def test_byte_cells_print_vectors_and_negative_zero_as_c() -> None:
+    fmt = parse_format("%v4f|%+.2v2e|%v3d\n")
+    columns = [
+        numpy.array([[-0.0, 0.0, 1.5, -7.25], [3.0, -0.5, 1e5, 2.0]], numpy.float32),
+        numpy.array([[-0.0, 123.456], [7.25e-5, -1e20]]),
+        numpy.array([[0x8000_0000, 0, 0xFFFF_FFFF], [1, 10000, 0x7FFF_FFFF]], numpy.uint32),
+    ]
+    lines, exceptional = byte_cells.cell_plan(fmt).render(columns, 2)
+    assert not exceptional.any()
+    assert lines == [format_values(fmt, rows_of(columns, row)) for row in range(2)]
+    assert lines[0] == "-0.000000, 0.000000, 1.500000, -7.250000|-0.00e+00, +1.23e+02|-2147483648, 0, -1\n"

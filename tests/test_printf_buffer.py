@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import errno
+import io
 import math
 import os
 import pickle
@@ -779,3 +781,72 @@ def test_text_chunks_of_one_long_run_and_of_nothing():
     assert list(decoding.text_chunks(1000)) == ["".join(expected[n : n + 1000]) for n in range(0, 3000, 1000)]
     empty = decode_printf_buffer(build_printf_buffer([]), FormatTable([entry]))
     assert list(empty.text_chunks()) == [] and empty.text() == ""
+
+
+def test_interleaved_formats_of_every_tier_give_the_bytes_c_writes():
+    """Entries of byte cells, of the `%` template (`%g`, `%c` of 0: a NUL in the text) and of the exact
+    formatter (`%a`) interleaved, rows the cells pass on (NaN, a tie, a value wider than the row) among
+    them: the output, rendered as rows of bytes, is what snprintf writes, in chunks of any size."""
+    cells = entry_for("%u: %-6d|%08.3f|%#x\n", "i32,i32,f32,i32")
+    template = entry_for("%g %c.\n", "f32,i32")
+    exact = entry_for("%a\n", "f64")
+    rng = np.random.default_rng(9)
+    calls: list = []
+    for row in range(300):
+        choice = row % 5
+        if choice < 3:
+            rare = [float("nan"), 2.5, 1e30, -0.0][row % 4]  # passed on, a tie, wider than the row
+            number = rare if row % 7 == 0 else float(rng.standard_normal())
+            calls.append((cells, [row, int(rng.integers(-(1 << 31), 1 << 31)), number, row * 977]))
+        elif choice == 3:
+            calls.append((template, [float(rng.standard_normal()), 0 if row % 4 == 0 else 65 + row % 26]))
+        else:
+            calls.append((exact, [float(rng.standard_normal())]))
+    decoding = decode_printf_buffer(build_printf_buffer(calls), FormatTable([cells, template, exact]))
+    expected = b"".join(
+        _snprintf_bytes(
+            entry.string,
+            *(
+                _c_argument(arg.kind, "", stored(arg, value))
+                for arg, value in zip(entry.layout, values, strict=True)
+            ),
+        )
+        for entry, values in calls
+    )
+    assert b"\0" in expected
+    for chunk in (7, 64, None):
+        assert b"".join(decoding.output_chunks(chunk)) == expected
+        assert "".join(decoding.text_chunks(chunk)).encode(*printf_buffer.OUTPUT_ENCODING) == expected
+
+
+@pytest.mark.parametrize("sendfile", ["works", "refused"])
+def test_write_output_writes_the_bytes_of_output_chunks_here_and_from_a_pool(monkeypatch, tmp_path, sendfile):
+    """To a file with a descriptor (a pool's pieces sent from their files, or copied where `sendfile`
+    is refused) and to one without: the bytes `output_chunks` gives, their count returned."""
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    calls = []
+    send = os.sendfile
+
+    def counted(*arguments: int) -> int:
+        calls.append(arguments)
+        if sendfile == "refused":
+            raise OSError(errno.EINVAL, "refused")
+        return send(*arguments)
+
+    monkeypatch.setattr(render_pool.os, "sendfile", counted)
+    data, lines = runs_buffer(5, 80)
+    decoding = decode_printf_buffer(data, FUZZ_TABLE)
+    expected = "".join(lines).encode(*printf_buffer.OUTPUT_ENCODING)
+    assert b"".join(decoding.output_chunks()) == expected
+    with RenderPool(2) as pool:
+        for given in (None, pool):
+            path = tmp_path / "output"
+            with open(path, "wb") as file:
+                file.write(b"head\n")
+                assert decoding.write_output(file, 32, pool=given) == len(expected)
+                file.write(b"tail\n")
+            assert path.read_bytes() == b"head\n" + expected + b"tail\n"
+            memory = io.BytesIO()
+            assert decoding.write_output(memory, 32, pool=given) == len(expected)
+            assert memory.getvalue() == expected
+            assert bool(calls) == (given is not None)  # the pool's pieces, to the file with a descriptor

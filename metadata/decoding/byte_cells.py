@@ -1,6 +1,6 @@
 """Byte cells: the fastest tier of `column_render`, every conversion of a chunk of rows rendered at once
-with numpy (integers and `%f`/`%e` of moderate width and precision), checked against `snprintf` by the
-tests.
+with numpy (integers, `%f`/`%e`/`%g` of moderate width and precision), checked against `snprintf` by
+the tests.
 """
 
 from __future__ import annotations
@@ -15,29 +15,36 @@ from ..cformat import VECTOR_SEPARATOR, c_integers, float_precision, sign
 from ..formats import Conversion, FormatString
 from ..layout import INTEGER
 
-# Byte cells: every conversion of a chunk rendered at once with numpy. Each piece of output is a
-# segment, a pair (cells, keep) of byte and flag arrays broadcastable to (rows, segment width):
-# the row's text is its kept cells, in order. Rows end in NUL (a format string holds none), so all
-# rows come out of one compress, one decode and one split. Floats are scaled by a power of ten and
-# rounded in binary; a row is marked for the next tier where that rounding might differ from the
-# exact decimal rounding (ties and near-ties), the value is not finite, or out of range.
+# Byte cells: every conversion of a chunk rendered at once with numpy, into a (rows, width) matrix of
+# bytes where the row's text is its bytes that are not NUL (a format string holds none, and no
+# conversion here prints one): one comparison and one gather give the text of every row, of one
+# format or of rows of several formats interleaved. The matrix is built of words of four cells
+# (`WORD`, cell k its byte k): each piece of a row is a part, constant bytes (the literals, padded in
+# front with NUL to whole words) or a column of each row's word, so that the matrix is written as a
+# template row and word columns, not cell by cell. Digits are looked up four at a time in tables that
+# hold NUL for the leading zeros not printed. Floats are scaled by a power of ten and rounded in
+# binary; a row is marked for the next tier where that rounding might differ from the exact decimal
+# rounding (ties and near-ties), the value is not finite, or out of range.
 
-Segment = tuple[numpy.ndarray, numpy.ndarray]
+Part = bytes | numpy.ndarray  # constant words, or a (rows,) column of words
 
 CELL_MAX_WIDTH = 256
-CELL_MAX_PRECISION = {"f": 15, "e": 14}  # digits kept below 2**52 (exact in a double); `%g` is no faster
+CELL_MAX_PRECISION = {"f": 15, "e": 14, "g": 15}  # digits kept below 2**52 (exact in a double)
 EXACT_POWERS_OF_TEN = numpy.array([10.0**k for k in range(23)])
 UNIT_ROUNDOFF = 2.0**-52
-DIGITS = numpy.frombuffer(b"0123456789abcdef", dtype=numpy.uint8)
-UPPER_DIGITS = numpy.frombuffer(b"0123456789ABCDEF", dtype=numpy.uint8)
+DIGITS = b"0123456789abcdef"
 BASES = {"d": 10, "i": 10, "u": 10, "o": 8, "x": 16, "X": 16}
 POWERS = {
     base: numpy.array([base**k for k in range(64) if base**k >> 64 == 0], numpy.uint64)
     for base in (8, 10, 16)
 }
-ALL = numpy.ones((1, 1), dtype=bool)
-TERMINATOR = b"\0"
-SPLICE_RATIO = 64  # a block splices in its exceptional rows while they are fewer than 1 in this many
+WORD = numpy.dtype("<u4")
+CELLS = WORD.itemsize  # cells of a word
+CHUNK_DIGITS = 4  # digits looked up at once
+UNKEPT = 0  # the byte of a cell that is not part of the text
+TRANSPORT_ERRORS = "surrogatepass"  # lone surrogates of a format string as UTF-8 bytes, there and back
+KEPT_BLOCK_CELLS = 1 << 20  # cells of a matrix whose kept bytes are gathered together
+EXPONENT_RANGE = 400  # decimal exponents of `%e` in the exponent table: -400..400 (doubles need -324..308)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,71 +54,48 @@ class CellPlan:
     pieces: tuple[bytes | Conversion, ...]
 
     def render(self, arrays: list[numpy.ndarray], count: int) -> tuple[list[str], numpy.ndarray]:
-        segments, exceptional = self._segments(arrays, count)
-        return _lines(_kept_cells([*segments, _literal(TERMINATOR)], count)), exceptional
+        """The text of each row, and the rows they cannot print (the next tier's)."""
+        matrix, exceptional = self.matrix(arrays, count)
+        return split_rows(matrix), exceptional
 
-    def render_text(
-        self, redo: Callable[[list[numpy.ndarray], int], list[str]], arrays: list[numpy.ndarray], count: int
-    ) -> str:
-        """The rows' text as one string; the exceptional rows printed by `redo` (the slower tiers).
-
-        Without exceptional rows the kept bytes are the text. With a few, the rows end in NUL so that
-        they can be found and replaced; with many, the rows are split and joined as by `render`.
-        """
-        segments, exceptional = self._segments(arrays, count)
-        rows = numpy.flatnonzero(exceptional)
-        if not rows.size:
-            return _decode(_kept_cells(segments, count))
-        cells = _kept_cells([*segments, _literal(TERMINATOR)], count)
-        redone = redo([array[rows] for array in arrays], rows.size)
-        if rows.size * SPLICE_RATIO > count:
-            lines = _lines(cells)
-            for row, line in zip(rows.tolist(), redone, strict=True):
-                lines[row] = line
-            return "".join(lines)
-        ends = numpy.flatnonzero(cells == TERMINATOR[0])
-        data = cells.tobytes()
-        starts = numpy.concatenate(([0], ends[:-1] + 1))
-        pieces, position = [], 0
-        for row, line in zip(rows.tolist(), redone, strict=True):
-            pieces += [data[position : starts[row]], line.encode("utf-8", "surrogatepass")]
-            position = int(ends[row])
-        pieces.append(data[position:])
-        return _decode(b"".join(pieces).replace(TERMINATOR, b""))
-
-    def _segments(self, arrays: list[numpy.ndarray], count: int) -> tuple[list[Segment], numpy.ndarray]:
-        """The segments of every piece in order, and the rows they cannot print."""
-        segments: list[Segment] = []
+    def matrix(self, arrays: list[numpy.ndarray], count: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+        """The rows as a (count, width) matrix of bytes, NUL where a cell is not kept, and the rows
+        they cannot print (whatever their cells hold)."""
+        parts: list[Part] = []
         exceptional = numpy.zeros(count, dtype=bool)
         arguments = iter(arrays)
         for piece in self.pieces:
             if isinstance(piece, bytes):
-                segments.append(_literal(piece))
+                parts.append(_constant(piece))
                 continue
             array = next(arguments)
             components = [array[:, lane] for lane in range(piece.vector)] if piece.vector else [array]
             for lane, component in enumerate(components):
                 if lane:
-                    segments.append(_literal(VECTOR_SEPARATOR.encode()))
-                field, bad = _cell_field(piece, component, count)
-                segments.extend(field)
-                exceptional |= bad
-        return segments, exceptional
+                    parts.append(_constant(VECTOR_SEPARATOR.encode()))
+                field, bad = _field(piece, component)
+                parts.extend(field)
+                if bad is not None:
+                    exceptional |= bad
+        return _matrix(parts, count), exceptional
 
 
 @functools.lru_cache(maxsize=1024)
-def cell_plan(fmt: FormatString) -> CellPlan | None:
-    if TERMINATOR.decode() in fmt.text or not all(map(has_cells, fmt.conversions)):
+def cell_plan(fmt: FormatString, errors: str = TRANSPORT_ERRORS) -> CellPlan | None:
+    """The byte cells of `fmt`, its literals encoded as UTF-8 with `errors`; None where a conversion
+    has none, or the format holds NUL (the byte of the cells not kept)."""
+    if chr(UNKEPT) in fmt.text or not all(map(has_cells, fmt.conversions)):
         return None
-    pieces = (
-        piece.encode("utf-8", "surrogatepass") if isinstance(piece, str) else piece for piece in fmt.pieces
-    )
+    pieces = (piece.encode("utf-8", errors) if isinstance(piece, str) else piece for piece in fmt.pieces)
     return CellPlan(tuple(pieces))
 
 
 def has_cells(conversion: Conversion) -> bool:
-    """Whether the cell renderer prints `conversion` (`%c`, `%g`, `%a`, huge widths go to the template)."""
+    """Whether the cell renderer prints `conversion` (`%c`, `%#g`, `%a`, huge widths go to the template;
+    glibc's `%#g` of a value that rounds up to 10**P is `cformat`'s to print)."""
     letter = conversion.conversion.lower()
+    if letter == "g" and "#" in conversion.flags:
+        return False
     width = conversion.width or 0
     precision = conversion.precision or 0
     if letter in BASES:
@@ -121,151 +105,296 @@ def has_cells(conversion: Conversion) -> bool:
     )
 
 
-def _kept_cells(segments: list[Segment], count: int) -> numpy.ndarray:
-    """The kept cells of the segments side by side, row after row: UTF-8 bytes."""
-    width = sum(cells.shape[1] for cells, _ in segments)
-    cells = numpy.empty((count, width), dtype=numpy.uint8)
-    keep = numpy.ones((count, width), dtype=bool)
-    start = 0
-    for segment_cells, segment_keep in segments:
-        stop = start + segment_cells.shape[1]
-        cells[:, start:stop] = segment_cells
-        if segment_keep.size > 1 or not segment_keep.all():
-            keep[:, start:stop] = segment_keep
-        start = stop
-    return cells[keep]
+def kept_bytes(matrix: numpy.ndarray) -> bytes:
+    """The text of a matrix's rows, one after the other: its bytes that are not NUL."""
+    return b"".join(kept_blocks(matrix))
 
 
-def _lines(cells: numpy.ndarray) -> list[str]:
-    """The text of rows that each end in TERMINATOR."""
-    lines = _decode(cells).split(TERMINATOR.decode())
-    lines.pop()
-    return lines
+def kept_blocks(matrix: numpy.ndarray) -> list[memoryview]:
+    """`kept_bytes` in pieces, for a join of many matrices to copy them once: the bytes gathered by
+    their indices (a boolean compress copies run by run, and a row holds many runs), a block of rows
+    at a time so that the indices stay small."""
+    rows = max(1, KEPT_BLOCK_CELLS // max(1, matrix.shape[1]))
+    blocks = [matrix[start : start + rows].reshape(-1) for start in range(0, len(matrix), rows)]
+    return [block.take(numpy.flatnonzero(block != UNKEPT)).data for block in blocks]
 
 
-def _decode(data: numpy.ndarray | bytes) -> str:
-    """UTF-8 cells as text; lone surrogates (in format strings) pass."""
-    return bytes(data).decode("utf-8", "surrogatepass")
+def split_rows(matrix: numpy.ndarray) -> list[str]:
+    """The text of each row of a matrix (UTF-8, lone surrogates passed)."""
+    kept = matrix != UNKEPT
+    data = matrix[kept].tobytes()
+    ends = numpy.cumsum(kept.sum(axis=1)).tolist()
+    starts = [0, *ends[:-1]]
+    if data.isascii():
+        text = data.decode("ascii")
+        return [text[start:end] for start, end in zip(starts, ends, strict=True)]
+    return [
+        data[start:end].decode("utf-8", TRANSPORT_ERRORS) for start, end in zip(starts, ends, strict=True)
+    ]
 
 
-def _literal(text: bytes, keep: numpy.ndarray | bool = True) -> Segment:
-    """Constant bytes, kept where `keep` (a scalar, or one flag per row)."""
-    flags = numpy.asarray(keep, dtype=bool)
-    return numpy.frombuffer(text, dtype=numpy.uint8)[None, :], flags.reshape(-1, 1) if flags.ndim else flags
+def line_matrix(lines: list[str], errors: str = TRANSPORT_ERRORS) -> numpy.ndarray | None:
+    """Lines rendered elsewhere as a matrix of rows (UTF-8 with `errors`, NUL after the text); None
+    when one holds NUL itself (`%c` of 0), which a matrix cannot carry."""
+    encoded = [line.encode("utf-8", errors) for line in lines]
+    if not encoded:
+        return numpy.zeros((0, 0), dtype=numpy.uint8)
+    if any(chr(UNKEPT).encode() in line for line in encoded):
+        return None
+    array = numpy.array(encoded, dtype=bytes)
+    return array.view(numpy.uint8).reshape(len(encoded), array.dtype.itemsize)
 
 
-def _lengths(segments: list[Segment], count: int) -> numpy.ndarray:
-    total = numpy.zeros(count, dtype=numpy.int64)
-    for cells, keep in segments:
-        total += numpy.broadcast_to(keep, (count, cells.shape[1])).sum(axis=1)
-    return total
+def put_rows(matrix: numpy.ndarray, rows: numpy.ndarray, lines: numpy.ndarray) -> numpy.ndarray:
+    """`matrix` with `rows` replaced by the rows of `lines` (a matrix as `line_matrix` makes), widened
+    when they are wider."""
+    if lines.shape[1] > matrix.shape[1]:
+        wider = numpy.zeros((matrix.shape[0], lines.shape[1]), dtype=numpy.uint8)
+        wider[:, : matrix.shape[1]] = matrix
+        matrix = wider
+    matrix[rows, : lines.shape[1]] = lines
+    matrix[rows, lines.shape[1] :] = UNKEPT
+    return matrix
 
 
-def _cell_field(
-    conversion: Conversion, array: numpy.ndarray, count: int
-) -> tuple[list[Segment], numpy.ndarray]:
-    """The segments of one component, padded to the width, and the rows they cannot print."""
-    if conversion.kind == INTEGER:
-        prefix, body, bad = _integer_cells(conversion, array)
-        zero_fill = conversion.precision is None
-    else:
-        prefix, body, bad = _float_cells(conversion, array)
-        zero_fill = True
-    return _padded(conversion, prefix, body, zero_fill, count), bad
+def _matrix(parts: list[Part], count: int) -> numpy.ndarray:
+    """The parts side by side as a (count, cells) matrix of bytes: the constants' template row, then
+    each column written over it."""
+    template = bytearray()
+    columns = []
+    for part in parts:
+        if isinstance(part, bytes):
+            template += part
+        else:
+            columns.append((len(template) // CELLS, part))
+            template += bytes(CELLS)
+    words = numpy.empty((count, len(template) // CELLS), dtype=WORD)
+    words[:] = numpy.frombuffer(template, dtype=WORD)
+    for position, column in columns:
+        words[:, position] = column
+    return words.view(numpy.uint8)
 
 
-def _padded(
-    conversion: Conversion, prefix: list[Segment], body: list[Segment], zero_fill: bool, count: int
-) -> list[Segment]:
-    """`_pad` on segments: spaces before or after, or zeros between prefix and body."""
+@functools.lru_cache(maxsize=4096)
+def _constant(text: bytes) -> bytes:
+    """Constant bytes as whole words, NUL in front."""
+    return bytes(-len(text) % CELLS) + text
+
+
+def _cell_word(text: str, cell: int = CELLS - 1) -> int:
+    """The word holding the ASCII `text` from `cell` on, NUL elsewhere (0 for no text)."""
+    return int.from_bytes(bytes(cell) + text.encode("ascii"), "little")
+
+
+def _field(conversion: Conversion, array: numpy.ndarray) -> tuple[list[Part], numpy.ndarray | None]:
+    """The parts of one component, padded to the width, and the rows they cannot print (None: none)."""
+    zero_fill = conversion.kind != INTEGER or conversion.precision is None
     width = conversion.width
-    if width is None:
-        return prefix + body
-    missing = numpy.maximum(width - _lengths(prefix + body, count), 0)[:, None]
-    fill_keep = numpy.arange(width)[None, :] < missing
-    if "-" in conversion.flags:
-        return prefix + body + [(numpy.full((1, width), ord(" "), numpy.uint8), fill_keep)]
-    if zero_fill and "0" in conversion.flags:
-        return prefix + [(numpy.full((1, width), ord("0"), numpy.uint8), fill_keep)] + body
-    return [(numpy.full((1, width), ord(" "), numpy.uint8), fill_keep)] + prefix + body
-
-
-def _sign_cells(conversion: Conversion, negative: numpy.ndarray) -> Segment:
-    """`-` where negative, else `+` or space as the flags ask (or nothing)."""
-    positive = sign(conversion, False)
-    if not positive:
-        return _literal(b"-", negative)
-    signs = numpy.where(negative, numpy.uint8(ord("-")), numpy.uint8(ord(positive)))
-    return signs[:, None], ALL
-
-
-def _digits(
-    magnitude: numpy.ndarray, base: int, minimum: int = 1, table: numpy.ndarray = DIGITS
-) -> tuple[numpy.ndarray, numpy.ndarray]:
-    """Digit characters of `magnitude` (uint64), right-aligned in as many columns as the largest
-    value needs (at least `minimum`), and the count of significant digits of each row (0 for 0)."""
-    powers = POWERS[base]
-    largest = magnitude.max(initial=0)
-    width = max(minimum, int(numpy.searchsorted(powers, largest, side="right")))
-    rest = magnitude.astype(numpy.uint32) if largest >> 32 == 0 else magnitude  # 32-bit division is faster
-    divisor = rest.dtype.type(base)
-    columns = numpy.empty((width, len(magnitude)), dtype=numpy.uint8)
-    for column in range(width - 1, -1, -1):
-        quotient = rest // divisor
-        columns[column] = rest - quotient * divisor
-        rest = quotient
-    return table.take(columns).T, numpy.searchsorted(powers, magnitude, side="right")
-
-
-def _digit_cells(digits: numpy.ndarray, shown: numpy.ndarray) -> Segment:
-    """The last `shown` digit characters of each row, zeros added in front up to `shown`."""
-    width = max(digits.shape[1], int(shown.max(initial=0)))
-    if width == digits.shape[1]:
-        cells = digits
+    # the sign goes in the first word of the digits unless zeros come between them
+    merge = width is None or "-" in conversion.flags or not (zero_fill and "0" in conversion.flags)
+    if conversion.kind == INTEGER:
+        prefix, body, length, bad = _integer_field(conversion, array, merge)
     else:
-        cells = numpy.full((len(digits), width), ord("0"), dtype=numpy.uint8)
-        cells[:, width - digits.shape[1] :] = digits
-    return cells, numpy.arange(width)[None, :] >= (width - shown)[:, None]
+        prefix, body, length, bad = _float_field(conversion, array, merge)
+    if width is None or length is None:
+        return prefix + body, bad
+    missing = numpy.maximum(width - length(), 0)
+    if not missing.any():
+        return prefix + body, bad
+    if "-" in conversion.flags:
+        return prefix + body + _fill(" ", width, missing), bad
+    if zero_fill and "0" in conversion.flags:
+        return prefix + _fill("0", width, missing) + body, bad
+    return _fill(" ", width, missing) + prefix + body, bad
 
 
-def _integer_cells(
-    conversion: Conversion, array: numpy.ndarray
-) -> tuple[list[Segment], list[Segment], numpy.ndarray]:
-    """Sign or `0x` prefix and digits of an integer conversion, as `_format_signed` and co. do."""
+def _fill(character: str, width: int, missing: numpy.ndarray) -> list[Part]:
+    """`character` `missing` times in each row, in whole words."""
+    words = _fill_words(character, width)[missing]
+    return [words[:, column] for column in range(words.shape[1])]
+
+
+@functools.lru_cache(maxsize=256)
+def _fill_words(character: str, width: int) -> numpy.ndarray:
+    """Row m: `character` m times (0..width), NUL before, in whole words."""
+    cells = -(-width // CELLS) * CELLS
+    fill = numpy.zeros((width + 1, cells), dtype=numpy.uint8)
+    fill[numpy.arange(cells)[None, :] >= cells - numpy.arange(width + 1)[:, None]] = ord(character)
+    return fill.view(WORD)
+
+
+def _sign_column(
+    conversion: Conversion, negative: numpy.ndarray
+) -> tuple[numpy.ndarray | None, numpy.ndarray | int]:
+    """`-` where negative, else `+` or space as the flags ask (or nothing: None), in cell 0 of a word;
+    and its length per row."""
+    positive = sign(conversion, False)
+    if not positive and not negative.any():
+        return None, 0
+    return _choose(negative, "-", positive, 0), (negative if not positive else 1)
+
+
+def _choose(flags: numpy.ndarray, where_set: str, elsewhere: str, cell: int) -> numpy.ndarray:
+    """Per row, the word of `where_set` where the flag is set, else of `elsewhere`, from `cell` on
+    (`numpy.where` of two constants, in arithmetic, which is faster)."""
+    chosen, other = _cell_word(where_set, cell), _cell_word(elsewhere, cell)
+    if chosen >= other:
+        return flags * numpy.uint32(chosen - other) + numpy.uint32(other)
+    return numpy.uint32(other) - flags * numpy.uint32(other - chosen)
+
+
+def _signed(
+    sign_column: numpy.ndarray | None, digits: list[Part], merge: bool
+) -> tuple[list[Part], list[Part]]:
+    """The prefix and the body: the sign in the first word of the digits (which `_digit_words` left
+    free) when `merge`, else before them."""
+    if sign_column is None:
+        return [], digits
+    if merge:
+        return [], [numpy.bitwise_or(digits[0], sign_column), *digits[1:]]
+    return [sign_column], digits
+
+
+def _significant(magnitude: numpy.ndarray, base: int) -> numpy.ndarray:
+    """The count of significant digits of each value (0 for 0)."""
+    count = numpy.zeros(magnitude.shape, dtype=numpy.int64)
+    largest = int(magnitude.max(initial=0))
+    for power in POWERS[base].tolist():
+        if power > largest:
+            break
+        count += magnitude >= power
+    return count
+
+
+def _at_least(magnitude: numpy.ndarray, base: int, digits: int) -> numpy.ndarray:
+    """Whether each value has at least `digits` significant digits."""
+    if digits > len(POWERS[base]):
+        return numpy.zeros(magnitude.shape, dtype=bool)
+    return magnitude >= POWERS[base][digits - 1] if digits else numpy.ones(magnitude.shape, dtype=bool)
+
+
+def _narrow(magnitude: numpy.ndarray) -> numpy.ndarray:
+    """Unsigned values as 32-bit where they fit (32-bit division is faster)."""
+    if magnitude.dtype.itemsize > 4 and int(magnitude.max(initial=0)) >> 32 == 0:
+        return magnitude.astype(numpy.uint32)
+    return magnitude
+
+
+@functools.lru_cache(maxsize=64)
+def _chunk_table(base: int, minimum: int, upper: bool) -> numpy.ndarray:
+    """Words of the CHUNK_DIGITS digits of every r below base**CHUNK_DIGITS: entry r the digits of r,
+    its leading zeros NUL beyond `minimum` digits; entry r + base**CHUNK_DIGITS all of them."""
+    size = base**CHUNK_DIGITS
+    values = numpy.arange(size)
+    places = base ** numpy.arange(CHUNK_DIGITS - 1, -1, -1)
+    digits = values[:, None] // places[None, :] % base
+    characters = numpy.frombuffer((DIGITS.upper() if upper else DIGITS)[:base], dtype=numpy.uint8)
+    cells = characters[digits]
+    significant = numpy.searchsorted(places[::-1], values, side="right")
+    shown = numpy.maximum(significant, minimum)
+    kept = numpy.arange(CHUNK_DIGITS)[None, :] >= CHUNK_DIGITS - shown[:, None]
+    table = numpy.concatenate((numpy.where(kept, cells, UNKEPT), cells)).astype(numpy.uint8)
+    return table.view(WORD).reshape(-1)
+
+
+def _digit_words(
+    magnitude: numpy.ndarray, base: int, minimum: int, upper: bool = False, free: bool = False
+) -> list[Part]:
+    """The digits of each unsigned value, at least `minimum` of them, right-aligned in words: NUL for
+    the leading zeros not printed; with `free`, cell 0 of the first word NUL in every row."""
+    values = _narrow(magnitude)
+    largest = int(values.max(initial=0))
+    digits = max(int(numpy.searchsorted(POWERS[base], largest, side="right")), minimum)
+    count = -(-(digits + free) // CHUNK_DIGITS)
+    words: list[Part] = []
+    size = values.dtype.type(base**CHUNK_DIGITS)
+    for chunk in range(count):
+        table = _chunk_table(base, min(max(minimum - CHUNK_DIGITS * chunk, 0), CHUNK_DIGITS), upper)
+        if chunk == count - 1:
+            index = values.astype(numpy.intp)
+        else:
+            above = values // size
+            index = (values - above * size).astype(numpy.intp)
+            numpy.add(index, int(size), out=index, where=above != 0)
+            values = above
+        words.append(table.take(index))
+    return words[::-1]
+
+
+def _integer_field(
+    conversion: Conversion, array: numpy.ndarray, merge: bool
+) -> tuple[list[Part], list[Part], Callable[[], numpy.ndarray] | None, None]:
+    """Sign or `0x` prefix and digits of an integer conversion, as `_format_signed` and co. do; the
+    length of each row's text, when asked (None: as wide as the width already, the zeros that pad
+    a field of digits alone being printed as digits)."""
     letter = conversion.conversion
+    base = BASES[letter]
     values = c_integers(conversion, array)
-    magnitude = values.astype(numpy.uint64)
-    prefix: list[Segment] = []
+    magnitude = values
+    sign_column: numpy.ndarray | None = None
+    prefix_length: numpy.ndarray | int = 0
     if conversion.is_signed:
         negative = values < 0
-        magnitude = numpy.where(negative, numpy.uint64(0) - magnitude, magnitude)
-        prefix.append(_sign_cells(conversion, negative))
-    digits, significant = _digits(magnitude, BASES[letter], table=UPPER_DIGITS if letter == "X" else DIGITS)
-    precision = conversion.precision
-    shown = numpy.maximum(significant, 1 if precision is None else precision)
-    if "#" in conversion.flags:
-        if letter == "o":
-            shown = numpy.maximum(shown, significant + 1)
-        elif letter in "xX":
-            prefix.append(_literal(f"0{letter}".encode(), magnitude != 0))
-    return prefix, [_digit_cells(digits, shown)], numpy.zeros(len(array), dtype=bool)
+        magnitude = numpy.abs(values).view(f"u{values.dtype.itemsize}")  # INT_MIN's wraps to its magnitude
+        sign_column, prefix_length = _sign_column(conversion, negative)
+    magnitude = (
+        _narrow(magnitude) if magnitude.dtype.itemsize > 4 else magnitude.astype(numpy.uint32, copy=False)
+    )
+    minimum = 1 if conversion.precision is None else conversion.precision
+    flags = conversion.flags
+    zeros_only = sign_column is None and ("#" not in flags or letter in "diu") and "-" not in flags
+    if zeros_only and "0" in flags and conversion.precision is None and conversion.width is not None:
+        minimum = conversion.width  # `%08x` prints what `%.8x` does
+        width_met = True
+    else:
+        width_met = False
+    merge &= sign_column is not None
+    digits = _digit_words(magnitude, base, minimum, letter == "X", merge)
+    prefix, body = _signed(sign_column, digits, merge)
+    octal_zero: numpy.ndarray | int = 0
+    if "#" in conversion.flags and letter == "o":  # a leading zero where the precision prints none
+        octal_zero = _at_least(magnitude, 8, minimum)
+        body = [_choose(octal_zero, "0", "", CELLS - 1), *body]
+    elif "#" in conversion.flags and letter in "xX":
+        nonzero = magnitude != 0
+        prefix = [_choose(nonzero, f"0{letter}", "", 2)]
+        prefix_length = 2 * nonzero
+
+    def length() -> numpy.ndarray:
+        shown = numpy.maximum(_significant(magnitude, base), minimum)
+        return prefix_length + shown + octal_zero
+
+    return prefix, body, None if width_met else length, None
 
 
-def _float_cells(
-    conversion: Conversion, array: numpy.ndarray
-) -> tuple[list[Segment], list[Segment], numpy.ndarray]:
-    """Sign and body of `%f %e` (any case) for the finite rows; the others are marked."""
+def _float_field(
+    conversion: Conversion, array: numpy.ndarray, merge: bool
+) -> tuple[list[Part], list[Part], Callable[[], numpy.ndarray], numpy.ndarray]:
+    """Sign and body of `%f %e` (any case) for the finite rows (the others are marked), and the
+    length of each row's text, when asked."""
     with numpy.errstate(over="ignore", invalid="ignore"):  # widening a signalling NaN sets "invalid"
         numbers = array.astype(numpy.float64)
         finite = numpy.isfinite(numbers)
         magnitude = numpy.where(finite, numpy.abs(numbers), 0.0)
-        body, bad = _FLOAT_BODIES[conversion.conversion.lower()](conversion, magnitude)
-    return [_sign_cells(conversion, numpy.signbit(numbers))], body, bad | ~finite
+        sign_column, prefix_length = _sign_column(conversion, numpy.signbit(numbers))
+        merge &= sign_column is not None
+        digits, body_length, bad = _FLOAT_BODIES[conversion.conversion.lower()](conversion, magnitude, merge)
+    prefix, body = _signed(sign_column, digits, merge)
+    return prefix, body, lambda: prefix_length + body_length(), bad | ~finite
 
 
-def _point(conversion: Conversion, precision: int) -> Segment:
-    """The decimal point: printed when digits follow it, or always with `#`."""
-    return _literal(b".", bool(precision) or "#" in conversion.flags)
+def _fraction(conversion: Conversion, fraction: numpy.ndarray, precision: int) -> tuple[list[Part], int]:
+    """The decimal point and the `precision` digits of `fraction` after it; the point printed when
+    digits follow it, or always with `#`, in the first word of the digits where it has room. And the
+    length of both."""
+    shown = bool(precision) or "#" in conversion.flags
+    digits = _digit_words(fraction, 10, precision)
+    if not shown:
+        return digits, 0
+    if precision % CHUNK_DIGITS:
+        point = numpy.uint32(_cell_word(".", CHUNK_DIGITS - 1 - precision % CHUNK_DIGITS))
+        return [numpy.bitwise_or(digits[0], point), *digits[1:]], 1 + precision
+    return [_constant(b"."), *digits], 1 + precision
 
 
 def _near_tie(scaled: numpy.ndarray, rounded: numpy.ndarray) -> numpy.ndarray:
@@ -273,21 +402,27 @@ def _near_tie(scaled: numpy.ndarray, rounded: numpy.ndarray) -> numpy.ndarray:
     return numpy.abs(numpy.abs(scaled - rounded) - 0.5) <= scaled * UNIT_ROUNDOFF
 
 
-def _fixed_body(conversion: Conversion, magnitude: numpy.ndarray) -> tuple[list[Segment], numpy.ndarray]:
+def _split(number: numpy.ndarray, precision: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+    """An integer's digits before and after its last `precision` ones, as two integers."""
+    if 10**precision >> 32 == 0:
+        number = _narrow(number)
+    unit = number.dtype.type(10**precision)
+    high = number // unit
+    return high, number - high * unit
+
+
+def _fixed_body(
+    conversion: Conversion, magnitude: numpy.ndarray, free: bool
+) -> tuple[list[Part], Callable[[], numpy.ndarray], numpy.ndarray]:
     """`%f`: the value times 10**precision rounded to an integer, a point before the last digits."""
     precision = float_precision(conversion)
     scaled = magnitude * EXACT_POWERS_OF_TEN[precision]
     rounded = numpy.rint(scaled)
     bad = (scaled >= 2.0**52) | _near_tie(scaled, rounded)
-    digits, significant = _digits(numpy.where(bad, 0.0, rounded).astype(numpy.uint64), 10, precision + 1)
-    whole = digits[:, : digits.shape[1] - precision]
-    whole_shown = numpy.maximum(significant - precision, 1)
-    body = [
-        _digit_cells(whole, whole_shown),
-        _point(conversion, precision),
-        (digits[:, whole.shape[1] :], ALL),
-    ]
-    return body, bad
+    whole, fraction = _split(numpy.where(bad, 0.0, rounded).astype(numpy.uint64), precision)
+    after, after_length = _fraction(conversion, fraction, precision)
+    body = [*_digit_words(whole, 10, 1, free=free), *after]
+    return body, lambda: numpy.maximum(_significant(whole, 10), 1) + after_length, bad
 
 
 def _significand(
@@ -317,28 +452,75 @@ def _scaled(magnitude: numpy.ndarray, shift: numpy.ndarray) -> tuple[numpy.ndarr
     return rounded, ~in_range | _near_tie(scaled, rounded)
 
 
-def _exponent_cells(conversion: Conversion, exponent: numpy.ndarray) -> Segment:
-    """`e+dd` (at least two exponent digits), upper case for `%E`."""
-    letter = "E" if conversion.conversion.isupper() else "e"
-    magnitude = numpy.abs(exponent)
-    cells = numpy.empty((len(exponent), 5), dtype=numpy.uint8)
-    cells[:, 0] = ord(letter)
-    cells[:, 1] = numpy.where(exponent < 0, numpy.uint8(ord("-")), numpy.uint8(ord("+")))
-    cells[:, 2] = magnitude // 100 + ord("0")
-    cells[:, 3] = magnitude // 10 % 10 + ord("0")
-    cells[:, 4] = magnitude % 10 + ord("0")
-    flags = numpy.ones((len(exponent), 5), dtype=bool)
-    flags[:, 2] = magnitude >= 100
-    return cells, flags
+@functools.lru_cache(maxsize=2)
+def _exponent_words(letter: str) -> numpy.ndarray:
+    """Row e + EXPONENT_RANGE: `e+dd` (at least two exponent digits) in two words, NUL in front."""
+    rows = [
+        bytes(8 - len(text)) + text
+        for text in (
+            f"{letter}{exponent:+03d}".encode() for exponent in range(-EXPONENT_RANGE, 1 + EXPONENT_RANGE)
+        )
+    ]
+    return numpy.frombuffer(b"".join(rows), dtype=WORD).reshape(-1, 2)
 
 
-def _exponent_body(conversion: Conversion, magnitude: numpy.ndarray) -> tuple[list[Segment], numpy.ndarray]:
+def _exponent_body(
+    conversion: Conversion, magnitude: numpy.ndarray, free: bool
+) -> tuple[list[Part], Callable[[], numpy.ndarray], numpy.ndarray]:
     """`%e`: one digit, the point, `precision` digits, the exponent."""
     precision = float_precision(conversion)
     significand, exponent, bad = _significand(magnitude, precision)
-    digits = _digits(significand, 10, precision + 1)[0]
-    body = [(digits[:, :1], ALL), _point(conversion, precision), (digits[:, 1:], ALL)]
-    return [*body, _exponent_cells(conversion, exponent)], bad
+    lead, fraction = _split(significand, precision)
+    after, after_length = _fraction(conversion, fraction, precision)
+    letter = "E" if conversion.conversion.isupper() else "e"
+    exponent_words = _exponent_words(letter)[exponent + EXPONENT_RANGE]
+    body = [*_digit_words(lead, 10, 1, free=free), *after, exponent_words[:, 0], exponent_words[:, 1]]
+    return body, lambda: 1 + after_length + 4 + (numpy.abs(exponent) >= 100), bad
 
 
-_FLOAT_BODIES = {"f": _fixed_body, "e": _exponent_body}
+def _general_body(
+    conversion: Conversion, magnitude: numpy.ndarray, free: bool
+) -> tuple[list[Part], Callable[[], numpy.ndarray], numpy.ndarray]:
+    """`%g`: P significant digits (P the precision, 1 for 0) in `%e`'s style where the exponent X is
+    below -4 or P or more, else in `%f`'s with P - 1 - X decimals; the fraction's trailing zeros and
+    a point left alone dropped. Both styles are laid out alike: the digits before the point, the point,
+    the fraction's leading zeros, its other digits, and the exponent (NUL in `%f`'s style)."""
+    significant = max(float_precision(conversion), 1)
+    significand, exponent, bad = _significand(magnitude, significant - 1)
+    scientific = (exponent < -4) | (exponent >= significant)
+    decimals = numpy.where(scientific, significant - 1, significant - 1 - exponent)
+    unit = DECIMAL_POWERS[decimals]
+    whole = significand // unit
+    fraction = _narrow(significand - whole * unit)
+    zeros = numpy.zeros(len(fraction), dtype=numpy.int64)  # trailing zeros of the fraction, of `decimals`
+    largest = int(fraction.max(initial=0))
+    for power in DECIMAL_POWERS[1:].tolist():
+        if power > largest:
+            break
+        zeros += fraction % fraction.dtype.type(power) == 0
+    zeros = numpy.where(fraction == 0, decimals, numpy.minimum(zeros, decimals))
+    shown = decimals - zeros
+    fraction //= DECIMAL_POWERS[zeros].astype(fraction.dtype)
+    leading = shown - _significant(fraction, 10)  # the fraction's zeros after the point
+    point = _choose(shown > 0, ".", "", CELLS - 1)
+    letter = "E" if conversion.conversion.isupper() else "e"
+    exponent_words = _exponent_words(letter)[exponent + EXPONENT_RANGE]
+    exponent_words[~scientific] = 0
+    body = [
+        *_digit_words(whole, 10, 1, free=free),
+        point,
+        *_fill("0", int(leading.max(initial=0)), leading),
+        *_digit_words(fraction, 10, 0),
+        exponent_words[:, 0],
+        exponent_words[:, 1],
+    ]
+
+    def length() -> numpy.ndarray:
+        exponent_length = scientific * (4 + (numpy.abs(exponent) >= 100))
+        return numpy.maximum(_significant(whole, 10), 1) + (shown > 0) + shown + exponent_length
+
+    return body, length, bad
+
+
+DECIMAL_POWERS = numpy.array([10**k for k in range(20)], dtype=numpy.uint64)
+_FLOAT_BODIES = {"f": _fixed_body, "e": _exponent_body, "g": _general_body}

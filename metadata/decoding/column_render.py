@@ -24,7 +24,7 @@ from ..cformat import (
 from ..formats import Conversion, FormatString
 from ..layout import FLOAT, INTEGER, ArgType, Layout
 from ..wire import COLUMN_TYPES
-from .byte_cells import cell_plan
+from .byte_cells import TRANSPORT_ERRORS, cell_plan, kept_blocks, line_matrix, put_rows
 
 
 def render_columns(
@@ -47,14 +47,65 @@ def render_columns(
 def render_text(
     fmt: FormatString, layout: Layout, columns: Sequence[numpy.ndarray], rows: int | None = None
 ) -> str:
-    """`"".join(render_columns(fmt, layout, columns, rows))`, without a string per row where the byte
-    cells print the rows: their bytes are decoded a chunk at a time, as one block."""
-    cells = cell_plan(fmt)
+    """`"".join(render_columns(fmt, layout, columns, rows))`, rendered as one block: no string per row
+    where the byte cells print the rows."""
+    return render_bytes(fmt, layout, columns, rows).decode("utf-8", TRANSPORT_ERRORS)
+
+
+def render_bytes(
+    fmt: FormatString,
+    layout: Layout,
+    columns: Sequence[numpy.ndarray],
+    rows: int | None = None,
+    errors: str = TRANSPORT_ERRORS,
+) -> bytes:
+    """`render_text` encoded as UTF-8 with `errors`: each chunk's matrix (`row_matrix`) kept as soon as
+    it is made, while it is in the caches; a chunk with no matrix from its lines."""
+    tiers = _tiers(fmt)
+    pieces: list[bytes | memoryview] = []
+    for arrays, count in _chunks(layout, columns, rows):
+        matrix = row_matrix(fmt, arrays, count, errors)
+        if matrix is None:
+            pieces.append("".join(_render(tiers, arrays, count)).encode("utf-8", errors))
+        else:
+            pieces += kept_blocks(matrix)
+    return b"".join(pieces)
+
+
+def row_matrices(
+    fmt: FormatString,
+    layout: Layout,
+    columns: Sequence[numpy.ndarray],
+    rows: int | None = None,
+    errors: str = TRANSPORT_ERRORS,
+) -> list[numpy.ndarray] | None:
+    """The text of n entries as matrices (`row_matrix`) of at most CHUNK_ROWS rows each; None when a
+    line holds NUL."""
+    matrices = []
+    for arrays, count in _chunks(layout, columns, rows):
+        matrix = row_matrix(fmt, arrays, count, errors)
+        if matrix is None:
+            return None
+        matrices.append(matrix)
+    return matrices
+
+
+def row_matrix(
+    fmt: FormatString, arrays: list[numpy.ndarray], count: int, errors: str = TRANSPORT_ERRORS
+) -> numpy.ndarray | None:
+    """The text of `count` entries as a matrix of rows (`byte_cells.line_matrix`): a row's bytes that
+    are not NUL are its entry's text, UTF-8 with `errors`. Built by the byte cells where they print the
+    format, the rows they pass on put in by the slower tiers; else from the lines of those tiers. None
+    when a line holds NUL (`%c` of 0), which a matrix cannot carry."""
+    cells = cell_plan(fmt, errors)
     if cells is None:
-        return "".join(render_columns(fmt, layout, columns, rows))
-    rest = _tiers(fmt)[1:]
-    redo = functools.partial(_render, rest)
-    return "".join(cells.render_text(redo, arrays, count) for arrays, count in _chunks(layout, columns, rows))
+        return line_matrix(_render(_tiers(fmt), arrays, count), errors)
+    matrix, exceptional = cells.matrix(arrays, count)
+    passed = numpy.flatnonzero(exceptional)
+    if not passed.size:
+        return matrix
+    lines = line_matrix(_render(_tiers(fmt)[1:], [array[passed] for array in arrays], passed.size), errors)
+    return None if lines is None else put_rows(matrix, passed, lines)
 
 
 CHUNK_ROWS = 1 << 14  # rows rendered together: big enough to amortise numpy calls, small for the caches

@@ -19,7 +19,7 @@ import struct
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -28,18 +28,19 @@ from ..cformat import format_values
 from ..format_catalog import DecodableFormat, FormatCatalog, FormatLookup
 from ..wire import DWORD, ENTRY_HEADER_DWORDS, Value, argument_columns, row_values
 from .buffer_region import Issue, read_region
-from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier
+from .byte_cells import kept_blocks, kept_bytes
+from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier, row_matrices
 from .json_entries import DOCUMENT_TERMINATOR, in_byte_cells, json_plan
 from .key_positions import positions_by_key
 from .printf_walk import PrintfFraming
 from .record_walk import RecordWalk
 
 if TYPE_CHECKING:
-    from .render_pool import Encoding, RenderPool
+    from .render_pool import Encoding, PieceFile, RenderPool
 
 TEXT_CHUNK_ENTRIES = 1 << 16
 JSON_CHUNK_ENTRIES = 1 << 14  # an entry's JSON is about 5 times its text: pieces of about as many bytes
-PARALLEL_CHUNK_ENTRIES = 1 << 14  # smaller pieces in a pool: the first arrives sooner, the load evens out
+PARALLEL_CHUNK_ENTRIES = 1 << 16  # a pool's pieces: smaller ones cost more an entry than they even out
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
 POOL_MIN_SECONDS = 0.1  # an output one process renders faster than this is rendered in the caller
 BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells' text no faster than the caller alone
@@ -205,6 +206,22 @@ class PrintfDecoding:
         style = VERBOSE_TEXT if verbose else TEXT
         return self._rendered(style, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=False)
 
+    def write_output(
+        self,
+        file: BinaryIO,
+        chunk_entries: int | None = None,
+        processes: int = 1,
+        pool: RenderPool | None = None,
+        verbose: bool = False,
+    ) -> int:
+        """Write `output_chunks`' bytes to `file` (binary); the bytes written. A pool's pieces go from the
+        files its workers left them in to `file`'s descriptor, where it has one (`os.sendfile`): this
+        process copies none of the text, which would bound how much faster many processes render it."""
+        style = VERBOSE_TEXT if verbose else TEXT
+        return _write(
+            self._rendered(style, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=None), file
+        )
+
     def json_chunks(
         self,
         terminator: str = DOCUMENT_TERMINATOR,
@@ -224,10 +241,11 @@ class PrintfDecoding:
         chunk_entries: int | None,
         processes: int,
         pool: RenderPool | None,
-        decoded: bool = True,
+        decoded: bool | None = True,
     ) -> Generator[Any, None, None]:
         """The pieces of `style` (TEXT, or a JSON terminator) as str (`decoded`) or `encoding`'s bytes,
-        rendered here, by `pool`, or by a pool of `processes` started for this call (`_pool_pays`)."""
+        rendered here, by `pool`, or by a pool of `processes` started for this call (`_pool_pays`);
+        with `decoded` None, a pool's pieces as it gives them back (`RenderPool.rendered`)."""
         if pool is None and _pool_pays(self.groups, style, processes):
             from .render_pool import RenderPool, call_start_method
 
@@ -241,22 +259,23 @@ class PrintfDecoding:
         if pool is None or not _pool_pays(self.groups, style, pool.processes, given=True):
             here = TEXT_CHUNK_ENTRIES if style in _TEXT_STYLES else JSON_CHUNK_ENTRIES
             for piece in self._pieces(chunk_entries or here):
-                text = piece.render(columns, style)
-                yield text if decoded else text.encode(*encoding)
+                data = piece.encoded(columns, style, encoding)
+                yield data.decode(*encoding) if decoded else data
             return
         from .render_pool import shared_file
 
         with shared_file(".columns") as path:
             columns.share(path, offsets=style not in _TEXT_STYLES, entry_groups=len(self.groups) > 1)
             pieces = self._pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
-            for data in pool.render((_SharedPiece(path, piece, style) for piece in pieces), encoding):
-                yield data.decode(*encoding) if decoded else data
+            yield from _from_pool(
+                pool, (_SharedPiece(path, piece, style) for piece in pieces), encoding, decoded
+            )
 
     def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:
         """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
         cursors = [0] * len(self.groups)
         position = 0
-        for start, stop in [*self._runs(TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
+        for start, stop in [*_runs(self.entry_groups, TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
             for first, last, rows in self._chunks(chunk_entries, _row_range, cursors, position, start):
                 yield _Piece(rows, (first, last))
             if start < stop:
@@ -270,13 +289,6 @@ class PrintfDecoding:
     def text(self) -> str:
         """The concatenated output, exactly as C's printf would print it."""
         return "".join(self.text_chunks())
-
-    def _runs(self, minimum: int) -> list[tuple[int, int]]:
-        """(start, stop) of each run of at least `minimum` consecutive entries of one format."""
-        numbers = self.entry_groups
-        bounds = np.concatenate(([0], np.flatnonzero(numbers[1:] != numbers[:-1]) + 1, [numbers.size]))
-        long = np.flatnonzero(np.diff(bounds) >= minimum)
-        return list(zip(bounds[long].tolist(), bounds[long + 1].tolist(), strict=True))
 
     def _chunks(
         self, chunk_entries: int, produce: Any, cursors: list[int], start: int = 0, stop: int | None = None
@@ -293,6 +305,46 @@ class PrintfDecoding:
                 cursors[number] = row + int(counts[number])
                 pieces[number] = produce(self.groups[number], row, cursors[number])
             yield first, last, pieces
+
+
+def _from_pool(
+    pool: RenderPool, pieces: Iterator[_SharedPiece], encoding: Encoding, decoded: bool | None
+) -> Iterator[Any]:
+    """A pool's pieces in order: as str (`decoded`), bytes, or as it gives them back (None)."""
+    if decoded is None:
+        yield from pool.rendered(pieces, encoding)
+        return
+    for data in pool.render(pieces, encoding):
+        yield data.decode(*encoding) if decoded else data
+
+
+def _write(results: Iterator[bytes | PieceFile], file: BinaryIO) -> int:
+    """Write rendered pieces to `file`, a pool's from their files to its descriptor where it has one;
+    the bytes written."""
+    try:
+        descriptor: int | None = file.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        descriptor = None
+    written = 0
+    for result in results:
+        if isinstance(result, bytes):
+            written += file.write(result)
+        elif descriptor is None:
+            written += file.write(result.read())
+        else:
+            file.flush()
+            written += result.send(descriptor)
+    file.flush()
+    return written
+
+
+def _runs(numbers: np.ndarray, minimum: int) -> list[tuple[int, int]]:
+    """(start, stop) of each run of at least `minimum` consecutive equal `numbers` (entries' groups)."""
+    if numbers.size < minimum or not (numbers[minimum - 1 :] == numbers[: numbers.size - minimum + 1]).any():
+        return []  # no entry has the format of the one `minimum - 1` after it: no run is that long
+    bounds = np.concatenate(([0], np.flatnonzero(numbers[1:] != numbers[:-1]) + 1, [numbers.size]))
+    long = np.flatnonzero(np.diff(bounds) >= minimum)
+    return list(zip(bounds[long].tolist(), bounds[long + 1].tolist(), strict=True))
 
 
 def _pool_pays(groups: Sequence[FormatColumns], style: Style, processes: int, given: bool = False) -> bool:
@@ -452,6 +504,45 @@ class _Piece:
         first, last = self.entries
         return "".join(_interleave(columns.entry_groups[first:last], lines))
 
+    def encoded(self, columns: _Columns, style: Style, encoding: Encoding) -> bytes:
+        """`render`'s text encoded: for text, the bytes of the rows' matrices (`column_render.row_matrices`),
+        interleaved as rows and kept in one compress, with no string per entry."""
+        matrices = self._matrices(columns, style, encoding) if style in _TEXT_STYLES else None
+        if matrices is None:
+            return self.render(columns, style).encode(*encoding)
+        if len(matrices) == 1:
+            (chunks,) = matrices.values()
+            return b"".join([block for matrix in chunks for block in kept_blocks(matrix)])
+        assert columns.entry_groups is not None and self.entries is not None  # shared where groups interleave
+        first, last = self.entries
+        numbers = columns.entry_groups[first:last]
+        width = max(matrix.shape[1] for chunks in matrices.values() for matrix in chunks)
+        rows = np.zeros((numbers.size, width), dtype=np.uint8)
+        for chunks, indices in zip(matrices.values(), positions_by_key(numbers, list(matrices)), strict=True):
+            start = 0
+            for matrix in chunks:
+                rows[indices[start : start + len(matrix)], : matrix.shape[1]] = matrix
+                start += len(matrix)
+        return kept_bytes(rows)
+
+    def _matrices(self, columns: _Columns, style: Style, encoding: Encoding) -> dict[int, list] | None:
+        """Each group's rows as matrices, or None where one cannot be (a line holding NUL, a verbose
+        prefix, an encoding other than UTF-8)."""
+        codec, errors = encoding
+        if codec != "utf-8":
+            return None
+        matrices = {}
+        for number, (start, stop) in self.rows.items():
+            rows = columns.rows(number, start, stop, style == VERBOSE_TEXT)
+            if rows.invocations is not None:
+                return None
+            fmt = rows.format
+            chunks = row_matrices(fmt.format, fmt.layout, rows.columns, rows.count, errors)
+            if chunks is None:
+                return None
+            matrices[number] = chunks
+        return matrices
+
 
 @dataclass(frozen=True, slots=True)
 class _SharedPiece:
@@ -461,8 +552,8 @@ class _SharedPiece:
     piece: _Piece
     style: Style
 
-    def text(self) -> str:
-        return self.piece.render(_attached(self.path), self.style)
+    def encoded(self, encoding: Encoding) -> bytes:
+        return self.piece.encoded(_attached(self.path), self.style, encoding)
 
 
 def _json_arguments(columns: _Columns, number: int, bounds: tuple[int, int]) -> tuple[np.ndarray, list]:

@@ -11,8 +11,9 @@ every task cost a second for 2^24 entries; so the decoder writes its columns onc
 memory (`shared_file`), which every worker maps, and a piece names rows of it. Moving the text: a pipe
 costs the receiving process several copies of every byte, and that process is the one that writes the
 output; so each worker leaves its piece in a file of a private directory in shared memory, which the
-caller reads once and removes (a piece that cannot be written there, shared memory being full, comes
-back through the pipe).
+caller reads once, or sends to its output (`PrintfDecoding.write_output`) without copying it at all; a
+file is a slot that a later piece overwrites, its pages kept (a piece that cannot be written there,
+shared memory being full, comes back through the pipe).
 
 Ending: workers are helpers (`helper_process`): they die with their parent and leave SIGINT to it. A
 pool left by an exception (an interruption, a failed write) stops its workers at once rather than
@@ -24,6 +25,7 @@ machine.
 from __future__ import annotations
 
 import contextlib
+import errno
 import multiprocessing
 import os
 import re
@@ -35,7 +37,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from ..errors import RenderError
 from .helper_process import become_helper, single_threaded
@@ -51,9 +53,10 @@ Encoding = tuple[str, str]  # codec and error handler
 
 
 class Piece(Protocol):
-    """A piece of output that renders itself (pickled to the worker: what it names, not its rows)."""
+    """A piece of output that renders itself (pickled to the worker: what it names, not its rows), as
+    the bytes of its text in an encoding."""
 
-    def text(self) -> str: ...
+    def encoded(self, encoding: Encoding) -> bytes: ...
 
 
 class RenderPool:
@@ -98,17 +101,26 @@ class RenderPool:
         At most WINDOW_PER_PROCESS pieces a process are given out ahead of the one awaited, so that a
         slow reader of the output holds a bounded amount of rendered text, in memory or in files.
         """
+        for result in self.rendered(pieces, encoding):
+            yield result if isinstance(result, bytes) else result.read()
+
+    def rendered(self, pieces: Iterable[Piece], encoding: Encoding) -> Iterator[bytes | PieceFile]:
+        """`render`'s pieces as they come back: a piece's bytes, or the file a worker left them in, to be
+        read or sent (`PieceFile`) before the next is asked for. The files are slots that later pieces
+        overwrite, so that the pages of shared memory they take are not freed and taken again for
+        every piece; the directory is removed at the end."""
         directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", dir=_shared_directory())
         self._directories.add(directory)
         window: deque[Future] = deque()
+        slots = WINDOW_PER_PROCESS * self.processes + 1  # a piece's slot was its read one's, W pieces before
         try:
             for number, piece in enumerate(pieces):
-                task = _Task(piece, encoding, os.path.join(directory, str(number)))
+                task = _Task(piece, encoding, os.path.join(directory, str(number % slots)))
                 window.append(self._submit(task))
                 if len(window) >= WINDOW_PER_PROCESS * self.processes:
-                    yield _collect(_result(window.popleft()))
+                    yield _piece_file(_result(window.popleft()))
             while window:
-                yield _collect(_result(window.popleft()))
+                yield _piece_file(_result(window.popleft()))
         finally:
             for future in window:
                 future.cancel()
@@ -184,12 +196,19 @@ class _Task:
 
 
 def _render_to_file(task: _Task) -> str | bytes:
-    """The path of the file the piece's bytes are left in; the bytes themselves when the file cannot
-    be written (shared memory full, the directory removed), to come back through the pipe."""
-    data = task.piece.text().encode(*task.encoding)
+    """The path of the file the piece's bytes are left in (over an earlier piece's, its pages kept); the
+    bytes themselves when the file cannot be written (shared memory full, the directory removed), to
+    come back through the pipe."""
+    data = task.piece.encoded(task.encoding)
     try:
-        with open(task.path, "xb") as file:
-            file.write(data)
+        descriptor = os.open(task.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            view, written = memoryview(data), 0
+            while written < len(data):
+                written += os.pwrite(descriptor, view[written:], written)
+            os.ftruncate(descriptor, len(data))
+        finally:
+            os.close(descriptor)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(task.path)
@@ -206,21 +225,57 @@ def _result(future: Future) -> str | bytes:
         ) from None
 
 
-def _collect(result: str | bytes) -> bytes:
-    """A piece's bytes, read from the file a worker left them in (removed), or as they came back;
-    RenderError when the file cannot be read (removed from shared memory by another process)."""
-    if isinstance(result, bytes):
-        return result
-    try:
-        with open(result, "rb") as file:
-            data = file.read()
-        os.unlink(result)
-    except OSError as failure:
-        raise RenderError(
-            f"a rendered piece of the output, {result}, cannot be read ({failure.strerror or failure}; did "
-            "something remove it from shared memory?): the output stops here"
-        ) from None
-    return data
+def _piece_file(result: str | bytes) -> bytes | PieceFile:
+    return result if isinstance(result, bytes) else PieceFile(result)
+
+
+@dataclass(frozen=True, slots=True)
+class PieceFile:
+    """The file a worker left a piece's bytes in: read once, or sent to a file descriptor (and left for a
+    later piece to overwrite). RenderError when it cannot be read (removed from shared memory by
+    another process)."""
+
+    path: str
+
+    def read(self) -> bytes:
+        """The piece's bytes."""
+        with self._opened() as file:
+            return file.read()
+
+    def send(self, descriptor: int) -> int:
+        """Write the piece to `descriptor` with `os.sendfile`, from the file to it in the kernel, with no
+        copy in this process (through this process where the descriptor takes no `sendfile`); the
+        bytes written."""
+        with self._opened() as file:
+            size = os.fstat(file.fileno()).st_size
+            sent = 0
+            try:
+                while sent < size:
+                    done = os.sendfile(descriptor, file.fileno(), sent, size - sent)
+                    if not done:
+                        break
+                    sent += done
+            except OSError as failure:
+                if sent or failure.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                data = memoryview(file.read())
+                while sent < size:
+                    sent += os.write(descriptor, data[sent:])
+            return sent
+
+    @contextlib.contextmanager
+    def _opened(self) -> Iterator[BinaryIO]:
+        """The file, open."""
+        try:
+            file = open(self.path, "rb")  # noqa: SIM115 (closed below; only opening it is told apart)
+        except OSError as failure:
+            why = failure.strerror or failure
+            raise RenderError(
+                f"a rendered piece of the output, {self.path}, cannot be read ({why}; did something remove "
+                "it from shared memory?): the output stops here"
+            ) from None
+        with file:
+            yield file
 
 
 def remove_orphans() -> None:

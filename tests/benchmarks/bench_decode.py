@@ -1,16 +1,23 @@
-"""Benchmark of the printf buffer decoder: structured decode, text rendering, peak memory.
+"""Benchmark of the printf buffer decoder: structured decode, text rendering, peak memory, processes.
 
-Builds a buffer of 10 million entries over four formats (i32, f32, i64, f64 and vector arguments) with
-numpy, as the device would write it, then measures `decode_printf_buffer` (entries/s), `text()`
+Builds a buffer of 10 million entries with numpy, as the device would write it: over four formats
+(i32, f32, i64, f64 and vector arguments) drawn at random, or (`--formats`) the GPU benchmark's one
+format, or "invocation %u: x=%d y=%f". Measures `decode_printf_buffer` (entries/s), `text()`
 (lines/s), the peak memory each adds relative to the buffer's size, and a plain Python loop that
-walks and formats one entry at a time (timed on a prefix and scaled). Run by hand:
+walks and formats one entry at a time (timed on a prefix and scaled). Then the whole path a driver
+runs, from the buffer's bytes to the output written to /dev/null (`decode_printf_buffer`, then
+`output_chunks` or `write_output`): in this process, and with `--processes N` in a `RenderPool` of N
+started beforehand, as a driver keeps one, with the CPU time the calling process still takes, which
+bounds what any number of processes gains. Run by hand:
 
-    python3 tests/benchmarks/bench_decode.py [--entries N] [--loop-entries N]
+    python3 tests/benchmarks/bench_decode.py [--entries N] [--loop-entries N] [--formats mixed|gpu|short]
+        [--processes N] [--repeat N] [--only-end-to-end]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import struct
 import time
 import tracemalloc
@@ -18,17 +25,24 @@ import tracemalloc
 import numpy as np
 
 from metadata.cformat import format_values
+from metadata.decoding import printf_buffer
 from metadata.decoding.printf_buffer import decode_printf_buffer
+from metadata.decoding.render_pool import RenderPool
 from metadata.layout import parse_layout
 from metadata.table import FormatEntry, FormatTable
 from metadata.wire import HEADER_BYTES, entry_dwords, entry_header
 
-FORMATS = (
-    ("thread %u: x=%d\n", "i32,i32"),
-    ("pos=%v4f w=%.3f\n", "v4f32,f32"),
-    ("big=%lld mask=%#llx\n", "i64,i64"),
-    ("t=%g id=%5u\n", "f64,i32"),
-)
+FORMAT_SETS = {
+    "mixed": (
+        ("thread %u: x=%d\n", "i32,i32"),
+        ("pos=%v4f w=%.3f\n", "v4f32,f32"),
+        ("big=%lld mask=%#llx\n", "i64,i64"),
+        ("t=%g id=%5u\n", "f64,i32"),
+    ),
+    "gpu": (("invocation %u: pos (%f, %f, %f) hash %016llx\n", "i32,f32,f32,f32,i64"),),
+    "short": (("invocation %u: x=%d y=%f\n", "i32,i32,f32"),),
+}
+FORMATS = FORMAT_SETS["mixed"]
 
 
 def build(entries: int, seed: int = 1) -> tuple[bytes, FormatTable]:
@@ -86,6 +100,62 @@ def streamed_length(decoding) -> int:
     return sum(len(chunk) for chunk in decoding.text_chunks())
 
 
+def written(data: bytes, table: FormatTable, pool: RenderPool | None, whole: bool) -> int:
+    """The whole path: decode the buffer, write its output to /dev/null (by `write_output` when
+    `whole`, else chunk by chunk from `output_chunks`); the bytes written."""
+    decoding = decode_printf_buffer(data, table)
+    with open(os.devnull, "wb") as sink:
+        if whole and hasattr(decoding, "write_output"):
+            return decoding.write_output(sink, pool=pool)
+        return sum(sink.write(chunk) for chunk in decoding.output_chunks(pool=pool))
+
+
+def best_of(
+    repeat: int, data: bytes, table: FormatTable, pool: RenderPool | None, whole: bool
+) -> tuple[float, float, int]:
+    """The least wall time of `repeat` runs of `written`, the least CPU time this process took in one
+    (with a pool: what the workers cannot take off it), and the bytes written."""
+    walls, cpus, size = [], [], 0
+    for _ in range(repeat):
+        began, began_cpu = time.perf_counter(), time.process_time()
+        size = written(data, table, pool, whole)
+        walls.append(time.perf_counter() - began)
+        cpus.append(time.process_time() - began_cpu)
+    return min(walls), min(cpus), size
+
+
+def end_to_end(data: bytes, table: FormatTable, entries: int, processes: int, repeat: int) -> None:
+    """The buffer to /dev/null in this process, and in a pool of `processes` (every output in it):
+    by `output_chunks`, and by `write_output` (in a pool, the pieces sent from their files). With a
+    pool, this process's own CPU time bounds the speed-up however many processes render."""
+    one, one_cpu, size = best_of(repeat, data, table, None, False)
+    print(
+        f"buffer to /dev/null, one process: best {one:.3f} s of {repeat} ({one_cpu:.3f} s CPU): "
+        f"{entries / one / 1e6:.2f} M lines/s, {size / one / 2**20:.0f} MiB/s",
+        flush=True,
+    )
+    if processes < 2:
+        return
+    minimum = printf_buffer.POOL_MIN_SECONDS
+    printf_buffer.POOL_MIN_SECONDS = 0.0  # the pool renders whatever the output's size
+    try:
+        with RenderPool(processes) as pool:
+            runs = {name: best_of(repeat, data, table, pool, whole) for name, whole in WAYS}
+    finally:
+        printf_buffer.POOL_MIN_SECONDS = minimum
+    for name, (seconds, cpu, written_size) in runs.items():
+        assert written_size == size
+        print(
+            f"buffer to /dev/null, a pool of {processes} ({os.cpu_count()} CPUs), {name}: best "
+            f"{seconds:.3f} s of {repeat}: {entries / seconds / 1e6:.2f} M lines/s, {one / seconds:.2f}x one "
+            f"process; this process {cpu:.3f} s CPU, at most {one_cpu / cpu:.1f}x however many render",
+            flush=True,
+        )
+
+
+WAYS = (("output_chunks", False), ("write_output", True))
+
+
 def measure(function, *args, runs: int = 3):
     """(result, wall seconds of each run, CPU seconds of the best run, peak traced memory of another run)."""
     walls, cpus = [], []
@@ -115,11 +185,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000_000)
     parser.add_argument("--loop-entries", type=int, default=1_000_000)
+    parser.add_argument("--formats", choices=sorted(FORMAT_SETS), default="mixed")
+    parser.add_argument("--processes", type=int, default=1, help="also render in a pool of this many")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the whole path, the best taken")
+    parser.add_argument("--only-end-to-end", action="store_true", help="skip the other measurements")
     args = parser.parse_args()
+    global FORMATS
+    FORMATS = FORMAT_SETS[args.formats]
 
     data, table = build(args.entries)
     size = len(data)
-    print(f"buffer: {args.entries:,} entries, {len(FORMATS)} formats, {size / 2**20:.1f} MiB")
+    print(f"buffer: {args.entries:,} entries, {len(FORMATS)} formats, {size / 2**20:.1f} MiB", flush=True)
+    end_to_end(data, table, args.entries, args.processes, args.repeat)
+    if args.only_end_to_end:
+        return
 
     decoding, decode_walls, decode_cpu, decode_peak = measure(decode_printf_buffer, data, table)
     assert len(decoding.entries) == args.entries and not decoding.issues

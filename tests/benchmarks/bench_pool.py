@@ -1,4 +1,4 @@
-"""Benchmark of when rendering in a pool pays: the data behind `PrintfDecoding._pool_pays`.
+"""Benchmark of when rendering in a pool pays: the data behind `printf_buffer._pool_pays`.
 
 For one format of each tier of `column_render` (byte cells, the `%` template, the exact formatter for
 every value), 2^N decoded entries are written to /dev/null as text (`output_chunks`) and as JSON lines
@@ -29,7 +29,7 @@ from metadata.wire import entry_header
 
 FORMATS = {
     "byte cells": ("Hello from invocation %u!\n", "i32"),
-    "template": ("invocation %u: %g\n", "i32,f32"),
+    "template": ("invocation %u: %#g\n", "i32,f32"),  # %g without # is byte cells
     "exact": ("invocation %u: %a\n", "i32,f32"),
 }
 
@@ -90,7 +90,7 @@ def main() -> None:
             decoded = decoding(text, layout, 1 << size)
             for style, name in ((TEXT, "text"), (LINE_TERMINATOR, "JSON")):
                 here, for_call, started = measure(decoded, style, args.processes, args.repeat)
-                pays = decoded._pool_pays(style, args.processes)
+                pays = printf_buffer._pool_pays(decoded.groups, style, args.processes)
                 print(
                     f"{tier}, {name}, 2^{size} entries: one process {here:.3f} s, pool for the call "
                     f"{for_call:.3f} s ({here / for_call:.2f}x), pool started before {started:.3f} s; "
