@@ -697,7 +697,11 @@ def test_pieces_reach_the_renderers_as_row_ranges_of_a_shared_file_removed_after
     """No rows travel with a piece: it names the file of columns, which is gone once the output is."""
     sent = []
     submit = RenderPool._submit
-    monkeypatch.setattr(RenderPool, "_submit", lambda pool, task: sent.append(task) or submit(pool, task))
+    monkeypatch.setattr(
+        RenderPool,
+        "_submit",
+        lambda pool, task, rendering: sent.append(task) or submit(pool, task, rendering),
+    )
     data, lines = runs_buffer(5, 80)
     decoding = decode_printf_buffer(data, FUZZ_TABLE)
     monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)

@@ -22,6 +22,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import BinaryIO
 
 from metadata.errors import DprintfError
 
@@ -84,11 +85,17 @@ def run_main(command: Callable[[], int], stdout_closed: bool | None = None) -> i
 
 def write_stdout(data: bytes) -> None:
     """Write `data` to stdout; OutputError when it cannot be (BrokenPipeError passes: see above)."""
+    write_stdout_with(lambda stream: stream.write(data))
+
+
+def write_stdout_with(write: Callable[[BinaryIO], object]) -> None:
+    """Let `write` write to stdout's binary stream; OutputError when it cannot be (BrokenPipeError
+    passes: see above)."""
     stream = sys.stdout
     if stream is None:
         _closed_stdout()
     try:
-        stream.buffer.write(data)
+        write(stream.buffer)
     except BrokenPipeError:
         raise
     except OSError as failure:

@@ -17,6 +17,7 @@ import operator
 import pickle
 import struct
 from collections.abc import Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -276,7 +277,7 @@ class PrintfDecoding:
         cursors = [0] * len(self.groups)
         position = 0
         for start, stop in [*_runs(self.entry_groups, TEXT_BLOCK_ENTRIES), (self.entry_groups.size,) * 2]:
-            for first, last, rows in self._chunks(chunk_entries, _row_range, cursors, position, start):
+            for first, last, rows in _chunks(self, chunk_entries, _row_range, cursors, position, start):
                 yield _Piece(rows, (first, last))
             if start < stop:
                 number = int(self.entry_groups[start])
@@ -290,21 +291,27 @@ class PrintfDecoding:
         """The concatenated output, exactly as C's printf would print it."""
         return "".join(self.text_chunks())
 
-    def _chunks(
-        self, chunk_entries: int, produce: Any, cursors: list[int], start: int = 0, stop: int | None = None
-    ) -> Iterator[tuple[int, int, dict[int, Any]]]:
-        """For each chunk of the entries `start..stop`, `produce(group, first_row, stop_row)` of every
-        group present in it; `cursors` holds each group's next row and is advanced."""
-        stop = self.entry_groups.size if stop is None else stop
-        for first in range(start, stop, chunk_entries):
-            last = min(first + chunk_entries, stop)
-            counts = np.bincount(self.entry_groups[first:last], minlength=len(self.groups))
-            pieces = {}
-            for number in np.flatnonzero(counts).tolist():
-                row = cursors[number]
-                cursors[number] = row + int(counts[number])
-                pieces[number] = produce(self.groups[number], row, cursors[number])
-            yield first, last, pieces
+
+def _chunks(
+    decoding: PrintfDecoding,
+    chunk_entries: int,
+    produce: Any,
+    cursors: list[int],
+    start: int = 0,
+    stop: int | None = None,
+) -> Iterator[tuple[int, int, dict[int, Any]]]:
+    """For each chunk of `decoding`'s entries `start..stop`, `produce(group, first_row, stop_row)` of
+    every group present in it; `cursors` holds each group's next row and is advanced."""
+    stop = decoding.entry_groups.size if stop is None else stop
+    for first in range(start, stop, chunk_entries):
+        last = min(first + chunk_entries, stop)
+        counts = np.bincount(decoding.entry_groups[first:last], minlength=len(decoding.groups))
+        pieces = {}
+        for number in np.flatnonzero(counts).tolist():
+            row = cursors[number]
+            cursors[number] = row + int(counts[number])
+            pieces[number] = produce(decoding.groups[number], row, cursors[number])
+        yield first, last, pieces
 
 
 def _from_pool(
@@ -318,9 +325,15 @@ def _from_pool(
         yield data.decode(*encoding) if decoded else data
 
 
-def _write(results: Iterator[bytes | PieceFile], file: BinaryIO) -> int:
+def _write(results: Generator[bytes | PieceFile, None, None], file: BinaryIO) -> int:
     """Write rendered pieces to `file`, a pool's from their files to its descriptor where it has one;
-    the bytes written."""
+    the bytes written. `results` is closed on the way out: an interrupted render stops its workers at
+    once, not when collected."""
+    with closing(results):
+        return _write_all(results, file)
+
+
+def _write_all(results: Iterator[bytes | PieceFile], file: BinaryIO) -> int:
     try:
         descriptor: int | None = file.fileno()
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
@@ -594,7 +607,8 @@ class PrintfEntries(Sequence[PrintfEntry]):
 
     def __iter__(self) -> Iterator[PrintfEntry]:
         decoding = self._decoding
-        for start, stop, pieces in decoding._chunks(TEXT_CHUNK_ENTRIES, _entries, [0] * len(decoding.groups)):
+        cursors = [0] * len(decoding.groups)
+        for start, stop, pieces in _chunks(decoding, TEXT_CHUNK_ENTRIES, _entries, cursors):
             yield from _interleave(decoding.entry_groups[start:stop], pieces)
 
 

@@ -48,6 +48,7 @@ PRELOADED_MODULES = [f"{__package__}.printf_buffer"]  # what the forkserver impo
 WINDOW_PER_PROCESS = 2  # pieces given out ahead of the one awaited, per process
 SHARED_MEMORY_DIRECTORY = "/dev/shm"  # where the pieces are left, when it exists (else the temp directory)
 DIRECTORY_PREFIX = "dprintf-render-"
+DIED = "a rendering process died (killed, or out of memory): the output stops here"
 _DIRECTORY_NAME = re.compile(rf"{DIRECTORY_PREFIX}(\d+)-")
 Encoding = tuple[str, str]  # codec and error handler
 
@@ -116,7 +117,7 @@ class RenderPool:
         try:
             for number, piece in enumerate(pieces):
                 task = _Task(piece, encoding, os.path.join(directory, str(number % slots)))
-                window.append(self._submit(task))
+                window.append(self._submit(task, rendering=number > 0))
                 if len(window) >= WINDOW_PER_PROCESS * self.processes:
                     yield _piece_file(_result(window.popleft()))
             while window:
@@ -152,11 +153,13 @@ class RenderPool:
         for directory in self._directories:  # a worker killed while writing may have left a piece
             shutil.rmtree(directory, ignore_errors=True)
 
-    def _submit(self, task: _Task) -> Future:
+    def _submit(self, task: _Task, rendering: bool) -> Future:
+        """Give out `task`; RenderError when the pool is broken: a worker died while this call's pieces
+        were `rendering` (however soon it broke, the same error as waiting for a piece gives), or before."""
         try:
             return self._executor.submit(_render_to_file, task)
         except BrokenProcessPool as failure:
-            raise RenderError(f"the render pool cannot render: {failure}") from None
+            raise RenderError(DIED if rendering else f"the render pool cannot render: {failure}") from None
 
     def __enter__(self) -> RenderPool:
         return self
@@ -220,9 +223,7 @@ def _result(future: Future) -> str | bytes:
     try:
         return future.result()
     except BrokenProcessPool:
-        raise RenderError(
-            "a rendering process died (killed, or out of memory): the output stops here"
-        ) from None
+        raise RenderError(DIED) from None
 
 
 def _piece_file(result: str | bytes) -> bytes | PieceFile:

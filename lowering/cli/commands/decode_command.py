@@ -26,7 +26,7 @@ from metadata.linking import FormatRegistry
 
 from ...features import FEATURES, Feature
 from ...features.feature import Command, ReportStage, RunReport
-from ..process_ends import write_stdout
+from ..process_ends import write_stdout, write_stdout_with
 from . import EXIT_DEVICE_LOST, EXIT_FOUND_ERRORS, EXIT_OK, InputError, error, options_of, read_bytes, warn
 
 STDIN = "-"
@@ -143,13 +143,11 @@ def report_stage(reports: Sequence[RunReport], stage: ReportStage) -> None:
 
 def write_text(printf: PrintfDecoding, with_sites: bool = False) -> None:
     """The output to stdout, byte for byte what C's printf writes (with `verbose`, each line of an entry
-    with a call site after its site and invocation), rendered by every CPU when large."""
-    chunks = printf.output_chunks(processes=os.cpu_count() or 1, verbose=with_sites)
-    try:
-        for chunk in chunks:
-            write_stdout(chunk)
-    finally:
-        chunks.close()  # now, not when collected: an interrupted render stops its workers at once
+    with a call site after its site and invocation), rendered by every CPU when large: a pool's pieces
+    go from its workers' files to stdout's descriptor (`PrintfDecoding.write_output`)."""
+    write_stdout_with(
+        lambda stream: printf.write_output(stream, processes=os.cpu_count() or 1, verbose=with_sites)
+    )
 
 
 def report_printf(printf: PrintfDecoding) -> None:
