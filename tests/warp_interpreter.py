@@ -360,6 +360,7 @@ _BINARY: dict[str, Callable[[int, int, int], int]] = {
     "xor": lambda a, b, _: a ^ b,
     "shl": lambda a, b, _: a << b,
     "lshr": lambda a, b, _: a >> b,
+    "ashr": lambda a, b, bits: _signed(a, bits) >> b,
     "udiv": lambda a, b, _: a // b,
     "urem": lambda a, b, _: a % b,
 }
@@ -392,7 +393,7 @@ def _lane_instruction(memory: Memory, instruction: ins.Instruction, operands: li
         return _cast(opname, instruction.operands[0].type, type_, operands[0])
     if isinstance(instruction, ins.GEPInstr):
         return _address(instruction, operands)
-    if isinstance(instruction, ins.LoadInstr):
+    if isinstance(instruction, (ins.LoadInstr, ins.LoadAtomicInstr)):
         return decode(type_, memory.read(operands[0], size_of(type_)))
     if isinstance(instruction, (ins.StoreInstr, ins.StoreAtomicInstr)):
         value, pointer = operands
@@ -401,8 +402,7 @@ def _lane_instruction(memory: Memory, instruction: ins.Instruction, operands: li
     if isinstance(instruction, ins.AtomicRMW):
         pointer, value = operands
         old = decode(type_, memory.read(pointer, size_of(type_)))
-        assert instruction.operation == "add", instruction.operation
-        memory.write(pointer, encode(type_, old + value))
+        memory.write(pointer, encode(type_, _ATOMIC[instruction.operation](old, value)))
         return old
     if isinstance(instruction, ins.ExtractElement):
         return operands[0][operands[1]]
@@ -412,6 +412,9 @@ def _lane_instruction(memory: Memory, instruction: ins.Instruction, operands: li
     if isinstance(instruction, ins.Fence):
         return None
     raise WarpError(f"the interpreter has no {opname}: {instruction}")
+
+
+_ATOMIC: dict[str, Callable[[int, int], int]] = {"add": lambda a, b: a + b, "umax": max}
 
 
 def _cast(opname: str, source: ir.Type, target: ir.Type, value):
@@ -491,6 +494,15 @@ def _vote_any(mask: int, arguments: list) -> list:
     return results
 
 
+def _vote_all(mask: int, arguments: list) -> list:
+    results: list = [None] * LANES
+    for lane in _lanes(mask):
+        named, _ = arguments[lane]
+        _check_mask("vote.all.sync", mask, named)
+        results[lane] = int(all(arguments[other][1] for other in _lanes(named)))
+    return results
+
+
 def _is_constant(mask: int, arguments: list) -> list:
     """`llvm.is.constant`: LLVM answers true only for a value it folded to a constant, the same in
     every lane; here true exactly where the active lanes agree (what the code may then assume)."""
@@ -509,12 +521,16 @@ _WARP_INTRINSICS: dict[str, Callable[[int, list], list]] = {
     "llvm.nvvm.bar.warp.sync": _barrier,
     "llvm.nvvm.redux.sync.add": _redux_add,
     "llvm.nvvm.vote.any.sync": _vote_any,
+    "llvm.nvvm.vote.all.sync": _vote_all,
     "llvm.is.constant.i64": _is_constant,
 }
 _LANE_INTRINSICS: dict[str, Callable[..., int | None]] = {
     "llvm.ctpop": lambda value: bin(value).count("1"),
     "llvm.cttz": lambda value, _: (value & -value).bit_length() - 1 if value else 32,
     "llvm.trap": _trap,
+    "llvm.umin": min,
+    "llvm.smin": lambda a, b: a if _signed(a, 64) < _signed(b, 64) else b,
+    "llvm.smax": lambda a, b: a if _signed(a, 64) > _signed(b, 64) else b,
 }
 
 

@@ -29,11 +29,12 @@ min(L, key) = L. A slot whose `greatest` is 0 saw no access (keys are at least 1
 
 A warp's record. Where the 32 lanes of a warp make one 4-byte access together, lane j of invocation
 i + j to word 32g + j of group g, their 32 keys are the key of lane 0 plus j << site_bits: the warp
-merges lane 0's key into group g's slot of `warps` instead (the nvptx target does; `lowering.passes.
-races`). Adding j << site_bits to every key of a set keeps its order, so the slot's least and greatest,
-each plus j << site_bits, are the least and greatest of the keys it stands for at word 32g + j. A
-word's keys are those of its slot in `rows` with those of its group's slot (`Shadow.row` of
-`metadata.races.shadow`), and the report reads the same whichever way each access was recorded.
+merges lane 0's key into group g's slot of `warps` instead (the nvptx target does;
+`lowering.features.races.warps`). Adding j << site_bits to every key of a set keeps its order, so the
+slot's least and greatest, each plus j << site_bits, are the least and greatest of the keys it stands
+for at word 32g + j. A word's keys are those of its slot in `rows` with those of its group's slot
+(`Shadow.row` of `metadata.races.shadow`), and the report reads the same whichever way each access was
+recorded.
 
 8 bytes of shadow a class and word, and 8 a class and group of 32 words: about 2 bytes per data byte
 and class, of which a word touched by one invocation reads and writes only `greatest`'s 4, and a word a
@@ -62,7 +63,10 @@ Shared memory (SPEC 14). A shared global (`addrspace(3)`) of S bytes that some s
 atomically has a shadow too: a pseudo buffer of one instance a workgroup, I = ceil(S / 4) words each,
 workgroup w's at word w * I (`bufferBytes` = 4 * I * workgroups, `shared_instance_words`), pointed at by
 `@lgc.races.shadow[K + s]` (K the data buffers, s its place among the shadowed shared globals), its row
-in `.buffers` with `.shared: S` and its IR name (`@tile`). No two workgroups share an instance, so any
+in `.buffers` with `.shared: S` and its IR name (`@tile`). A warp's record is a data buffer's: 32
+consecutive words of the shadow, w * I plus the lanes' offsets, that are one group's (an instance
+starts on a group only when I is a multiple of WARP_WORDS; the nvptx target records a warp whose
+words straddle two groups lane by lane). No two workgroups share an instance, so any
 two accesses of one word are of one workgroup: without barriers the one copy is read as a data buffer's
 (by invocation), and with barriers only the epoch copies are recorded (copy 0 stays empty). A word
 outside its instance (an access past the global) is never recorded. Older tables have no `.shared`.

@@ -102,16 +102,16 @@ def copy_lines(names: str, k: int, shadow: str, classes: int) -> list[str]:
 
 
 def epoch_helpers(names: str, shadow: str, per_warp: bool, more: dict[str, str] | None = None) -> list[str]:
-    """With barrier epochs, `epoch.<helper>` for each record helper (and each of `more`, its parameters
-    by name): the access recorded by `<helper>` into the copy of its epoch (its rows, and its warps,
-    shifted by the copies before it), or, past the copies, `epochsReached` raised to the epoch + 1
-    (`metadata.races.table`)."""
+    """With barrier epochs, `epoch.<helper>` for each record helper (`word`, `range`, and `mark` where
+    warps record; each of `more`, its parameters by name): the access recorded by `<helper>` into the
+    copy of its epoch (its rows, and its warps, shifted by the copies before it), or, past the copies,
+    `epochsReached` raised to the epoch + 1 (`metadata.races.table`)."""
     buffer = RUNTIME_BUFFER_TYPE
     where = f"{shadow} %rows, i64 %words, {buffer} %base, {buffer} %pointer"
     who = "i32 %who, i32 %site, i64 %row"
     helpers = {"word": f"{where}, {who}", "range": f"{where}, i64 %bytes, {who}"}
-    if per_warp:
-        helpers["lanes"] = f"{where}, {shadow} %warps, i64 %groups, {who}"
+    if per_warp:  # `warps.epoch_lanes_helper` records copy 0 and the epoch's; lane 0 by `epoch.mark`
+        helpers["mark"] = f"{shadow} %rows, i64 %words, i64 %word, {who}"
     helpers.update(more or {})
     found = []
     for name, parameters in helpers.items():

@@ -16,9 +16,9 @@ only for a word's second distinct key. On a target that records `races_per_warp`
 calls `@races.lanes` (with the buffer's `warps` rows) instead: where the 32 lanes of a full warp access
 the 32 words of one group in lane order, and their invocations are consecutive too (two shuffles of
 lane 0's word and one of its key, one `vote.all`), lane 0 merges its key into the group's slot for
-all of them; anywhere else each lane records its word as `@races.word` does. Each entry loads the
-shadows' addresses from `@lgc.races.shadow` (`[K x ptr]`, which the runtime sets) and each buffer's
-size from its shadow's header once, at its start.
+all of them; anywhere else each lane records its word as `@races.word` does (`warps`). Each entry
+loads the shadows' addresses from `@lgc.races.shadow` (`[K x ptr]`, which the runtime sets) and each
+buffer's size from its shadow's header once, at its start.
 
 An access through a pointer that no one data buffer explains (loaded from memory, made by `inttoptr`,
 a select of two buffers, in a function still called) is recorded with `@races.range` against every
@@ -35,15 +35,17 @@ whole workgroup's, `workgroups.constructs`), every entry gets an epoch counter (
 an `alloca` stored 0, and after each barrier loaded, increased and stored), which a function still
 called is passed as one more parameter; each access is then recorded twice: into copy 0 as above, and
 by `@races.epoch.<helper>` into the copy of its epoch, or, past the copies the runtime allocated,
-raising the header's `epochsReached`. The workgroups pass runs after this one: on the cpu the counter
-is an invocation's own memory like any `alloca` across a barrier, on a GPU a register. A barrier in a
+raising the header's `epochsReached` (`@races.epoch.lanes` makes both after one warp's check). The
+workgroups pass runs after this one: on the cpu the counter is an invocation's own memory like any
+`alloca` across a barrier, on a GPU a register. A barrier in a
 function still called (not inlined into an entry) is not counted: a warning says so. A module without
 barriers is recorded as it was before epochs.
 
 Shared memory (SPEC 14, `shared`). An access through a pointer that derives from one shared global
 (`services.shared_memory`), in an entry, is recorded too, into the global's shadow of one instance a
 workgroup (`@lgc.races.shadow[K + s]`), at its offset in the workgroup's instance, by
-`@races.shared.word` or `@races.shared.range`; with barrier epochs into its epoch's copy only. A module
+`@races.shared.word` or `@races.shared.range` (a 4-byte access where warps record: `@races.shared.lanes`);
+with barrier epochs into its epoch's copy only. A module
 without shared globals is recorded as it was before.
 """
 
@@ -87,7 +89,6 @@ from ...services.context import RUNTIME_BUFFER_TYPE, PassContext
 from ...services.direct_calls import DirectCalls
 from ...services.printf_sites import ID_PARAMETER
 from ...services.shared_memory import SHARED_POINTER_TYPE, SharedGlobal, SharedPointers, shared_globals
-from ...services.warp_aggregation import SHUFFLE_WHOLE_WARP
 from ...targets.machines import alloca_address_space, module_layout
 from ...targets.target import Target
 from ..workgroups.constructs import WORKGROUP_INDEX
@@ -102,18 +103,10 @@ from .shared import (
     shared_parameters,
     shared_shadows,
 )
+from .warps import OFFSET, WARP_INTRINSICS, warp_helpers
 
 _WORD_SHIFT = WORD_BYTES.bit_length() - 1
 _GROUP_SHIFT = WARP_WORDS.bit_length() - 1
-_OFFSET = f"""  %address = ptrtoint {RUNTIME_BUFFER_TYPE} %pointer to i64
-  %start = ptrtoint {RUNTIME_BUFFER_TYPE} %base to i64
-  %offset = sub i64 %address, %start"""  # the helpers' access, as an offset into its buffer
-_WARP_INTRINSICS = [
-    "i32 @llvm.nvvm.activemask()",
-    "i32 @llvm.nvvm.read.ptx.sreg.laneid()",
-    "i32 @llvm.nvvm.shfl.sync.idx.i32(i32, i32, i32, i32)",
-    "i1 @llvm.nvvm.vote.all.sync(i32, i1)",
-]
 # Why an access is not recorded (`.unrecorded`'s `.reason`).
 NOT_PASSED = (
     "in a function not inlined that cannot be given the invocation (its address is taken, or a caller's)"
@@ -408,7 +401,7 @@ class _Recording:
         self.count = count
         self.per_warp = target.races_per_warp
         self.epochs = table.epochs is not None
-        self.shared = SharedRecords(self.names, self.shadow_type, sizes, self.epochs)
+        self.shared = SharedRecords(self.names, self.shadow_type, sizes, self.epochs, self.per_warp)
         space = alloca_address_space(target.name)
         self.counter = f"{f'ptr addrspace({space})' if space else 'ptr'} %{names_of(prefix)}epoch"
 
@@ -428,17 +421,18 @@ class _Recording:
             "i64 @llvm.smin.i64(i64, i64)",
             "i32 @llvm.umin.i32(i32, i32)",
         ]
-        helpers = _helpers(self.names, self.shadow_type)
-        if self.per_warp:
-            declarations += _WARP_INTRINSICS
-            helpers.append(_lanes_helper(self.names, self.shadow_type, self.table.site_bits))
+        names, shadow, site_bits = self.names, self.shadow_type, self.table.site_bits
+        helpers = record_helpers(names, shadow)
         shared = any(item.shared is not None for item in recorded)
+        parameters = shared_parameters(shadow, self.per_warp) if shared else None
         if shared:
             declarations.append(f"i32 @{WORKGROUP_INDEX}()")
-            helpers += shared_helpers(self.names, self.shadow_type)
+            helpers += shared_helpers(names, shadow)
         if self.epochs:
-            more = shared_parameters(self.shadow_type) if shared else None
-            helpers += epoch_helpers(self.names, self.shadow_type, self.per_warp, more)
+            helpers += epoch_helpers(names, shadow, self.per_warp, parameters)
+        if self.per_warp:
+            declarations += WARP_INTRINSICS
+            helpers += warp_helpers(names, shadow, site_bits, parameters, self.epochs)
         for declaration in declarations:
             self.module.add_declaration(f"declare {declaration}")
         for helper in helpers:
@@ -489,7 +483,7 @@ class _Recording:
             ]
             if buffer.shared is not None:
                 lines += self.shared.first_word(k, buffer.shared)
-            elif self.per_warp:
+            if self.per_warp:
                 lines += _warp_lines(names, self.shadow_type, k, len(buffer.classes))
             if self.epochs:
                 lines += copy_lines(names, k, f"{shadow_type} {shadow}", len(buffer.classes))
@@ -532,7 +526,8 @@ class _Recording:
                     f"{item.frame.bases[k]}, {RUNTIME_BUFFER_TYPE} {pointer}"
                 )
                 call = self._call(item, k, where, bytes_, who)
-                lines.append(Instruction(f"call void @{names}{call}{debug}"))
+                if not (self.epochs and call.startswith("lanes(")):  # `epoch.lanes` records copy 0 too
+                    lines.append(Instruction(f"call void @{names}{call}{debug}"))
                 if self.epochs:
                     helper, arguments = call.split("(", 1)
                     copies = f"{self.shadow_type} %{names}shadow{k}, i64 %{names}copy{k}"
@@ -582,7 +577,7 @@ def names_of(prefix: str) -> str:
     return f"{prefix}races."
 
 
-def _helpers(names: str, shadow: str) -> list[str]:
+def record_helpers(names: str, shadow: str) -> list[str]:
     """The `alwaysinline` helpers the records call: `mark` (one word's slot merged with the access's key,
     as `metadata.races.table.merge` says), `word` (an access inside one word) and `range` (an access over a
     range of bytes)."""
@@ -622,7 +617,7 @@ done:
 }}""",
         f"""define internal void @{names}word({where}, {who}) alwaysinline {{
 entry:
-{_OFFSET}
+{OFFSET}
   %word = lshr i64 %offset, {_WORD_SHIFT}
   %inside = icmp ult i64 %word, %words
   br i1 %inside, label %record, label %done
@@ -634,7 +629,7 @@ done:
 }}""",
         f"""define internal void @{names}range({where}, i64 %bytes, {who}) alwaysinline {{
 entry:
-{_OFFSET}
+{OFFSET}
   %last = add i64 %offset, %bytes
   %last.byte = sub i64 %last, 1
   %first.word = ashr i64 %offset, {_WORD_SHIFT}
@@ -656,56 +651,3 @@ done:
   ret void
 }}""",
     ]
-
-
-def _lanes_helper(names: str, shadow: str, site_bits: int) -> str:
-    """`lanes`: a 4-byte access, recorded once for a full warp that accesses one group of words in lane
-    order with consecutive invocations (the group's slot in `warps`), else by `word`."""
-    buffer = RUNTIME_BUFFER_TYPE
-    whole = f"i32 {SHUFFLE_WHOLE_WARP}"
-    shuffled = "\n".join(
-        f"  %{name}.0 = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 %{name}, i32 0, {whole})\n"
-        f"  %{name}.same = icmp eq i32 %{name}, %{name}.0"
-        for name in ("first.low", "first.high", "first.who")
-    )
-    return f"""define internal void @{names}lanes({shadow} %rows, i64 %words, {buffer} %base, \
-{buffer} %pointer, {shadow} %warps, i64 %groups, i32 %who, i32 %site, i64 %row) alwaysinline {{
-entry:
-{_OFFSET}
-  %word = lshr i64 %offset, {_WORD_SHIFT}
-  %inside = icmp ult i64 %word, %words
-  %active = call i32 @llvm.nvvm.activemask()
-  %full = icmp eq i32 %active, -1
-  br i1 %full, label %warp, label %lane
-warp:
-  %lane.id = call i32 @llvm.nvvm.read.ptx.sreg.laneid()
-  %lane.wide = zext i32 %lane.id to i64
-  %first = sub i64 %word, %lane.wide
-  %first.low = trunc i64 %first to i32
-  %first.high.wide = lshr i64 %first, 32
-  %first.high = trunc i64 %first.high.wide to i32
-  %lane.key = shl i32 %lane.id, {site_bits}
-  %first.who = sub i32 %who, %lane.key
-{shuffled}
-  %lane.bits = and i32 %first.low.0, {WARP_WORDS - 1}
-  %aligned = icmp eq i32 %lane.bits, 0
-  %same.word = and i1 %first.low.same, %first.high.same
-  %same = and i1 %same.word, %first.who.same
-  %in.group = and i1 %same, %aligned
-  %ours = and i1 %in.group, %inside
-  %together = call i1 @llvm.nvvm.vote.all.sync(i32 -1, i1 %ours)
-  br i1 %together, label %warp.lead, label %lane
-warp.lead:
-  %leads = icmp eq i32 %lane.id, 0
-  br i1 %leads, label %warp.record, label %done
-warp.record:
-  %group = lshr i64 %first, {_GROUP_SHIFT}
-  call void @{names}mark({shadow} %warps, i64 %groups, i64 %group, i32 %who, i32 %site, i64 %row)
-  br label %done
-lane:
-  call void @{names}word({shadow} %rows, i64 %words, {buffer} %base, {buffer} %pointer, \
-i32 %who, i32 %site, i64 %row)
-  br label %done
-done:
-  ret void
-}}"""

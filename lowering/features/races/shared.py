@@ -6,8 +6,9 @@ A shared global's shadow holds one instance a workgroup, workgroup w's from word
 words), so the records of two workgroups never meet in a word. An access's offset is measured from the
 global in the width of its pointer (32 bits for AMDGPU's and NVPTX's shared memory where the layout
 says so), sign-extended: one below the global or past its I words is not recorded. The workgroup is
-`@lgc.workgroup.index()`, which the workgroups pass (after this one) lowers on every target. The
-warp's record (`@races.lanes`) is not used for shared memory: each lane records its own word.
+`@lgc.workgroup.index()`, which the workgroups pass (after this one) lowers on every target. Where
+warps record (`races_per_warp`), a 4-byte access records by `shared.lanes` (`warps`): once for a full
+warp whose words of the shadow are one group's in lane order, else lane by lane.
 """
 
 from __future__ import annotations
@@ -50,12 +51,14 @@ def _name(shared: SharedGlobal) -> str:
 @dataclass(frozen=True)
 class SharedRecords:
     """The lines that record shared accesses in one module: `names` its names' start, `shadow` the
-    shadows' pointer type, `sizes` its data layout's, `epochs` whether it records barrier epochs."""
+    shadows' pointer type, `sizes` its data layout's, `epochs` whether it records barrier epochs,
+    `per_warp` whether a warp records its 4-byte accesses together (`warps.shared_lanes_helper`)."""
 
     names: str
     shadow: str
     sizes: TypeSizes
     epochs: bool
+    per_warp: bool = False
 
     def workgroup(self) -> list[str]:
         """The workgroup's index, widened (`%<names>group`), once a function that records shared memory."""
@@ -80,23 +83,27 @@ class SharedRecords:
         pieces: list[tuple[str, str]],
     ) -> SharedRecord:
         """The record of site `number`, an access of `shared` (its shadow `buffer`, its class's `row`):
-        each piece (a masked access's lane: pointer, bytes) by `shared.word` where it stays inside a
-        word, else `shared.range`."""
+        each piece (a masked access's lane: pointer, bytes) by `shared.lanes` where it is a word a full
+        warp may access together, `shared.word` where it stays inside a word, else `shared.range`."""
         names, k = self.names, buffer.buffer
         who = f"i32 %{names}who, i32 {number}, i64 {row}"
         one_word = isinstance(access.bytes, int) and access.bytes in ONE_WORD_BYTES
         aligned = isinstance(access.bytes, int) and alignment >= access.bytes
         instance = f"i64 {shared_instance_words(buffer.shared or 0)}, i64 %{names}first{k}"
         rows = f"{self.shadow} %{names}rows{k}, i64 %{names}words{k}"
+        warps = f"{self.shadow} %{names}warps{k}, i64 %{names}groups{k}"
+        lanes = self.per_warp and access.bytes == WORD_BYTES and alignment >= WORD_BYTES
         lines, calls = [], []
         for piece, (pointer, bytes_) in enumerate(pieces):
             at = f"%{names}shared{number}.{piece}."
             lines += _offset_lines(at, access.pointer_type, pointer, shared, self.sizes)
             where = f"{rows}, i64 {at}offset"
             calls.append(
-                f"shared.word({where}, {instance}, {who})"
-                if one_word and aligned and access.lanes is None
-                else f"shared.range({where}, i64 {bytes_}, {instance}, {who})"
+                f"shared.range({where}, i64 {bytes_}, {instance}, {who})"
+                if not (one_word and aligned and access.lanes is None)
+                else f"shared.lanes({where}, {instance}, {warps}, {who})"
+                if lanes
+                else f"shared.word({where}, {instance}, {who})"
             )
         return SharedRecord(self, k, lines, calls)
 
@@ -146,13 +153,21 @@ def _offset_lines(
     return lines
 
 
-def shared_parameters(shadow: str) -> dict[str, str]:
-    """The parameters of `shared.word` and `shared.range`, by name (as `epochs.epoch_helpers` takes
-    them): the rows, the shadow's words, the offset in the instance, (the bytes,) the instance's words
-    and its first word, and who accesses."""
+def shared_parameters(shadow: str, per_warp: bool = False) -> dict[str, str]:
+    """The parameters of `shared.word`, `shared.range` (and `shared.lanes` where warps record), by name
+    (as `epochs.epoch_helpers` takes them): the rows, the shadow's words, the offset in the instance,
+    (the bytes,) the instance's words and its first word, (the warps and the groups,) and who
+    accesses."""
     where = f"{shadow} %rows, i64 %words, i64 %offset"
-    rest = "i64 %instance, i64 %first, i32 %who, i32 %site, i64 %row"
-    return {"shared.word": f"{where}, {rest}", "shared.range": f"{where}, i64 %bytes, {rest}"}
+    instance, who = "i64 %instance, i64 %first", "i32 %who, i32 %site, i64 %row"
+    found = {
+        "shared.word": f"{where}, {instance}, {who}",
+        "shared.range": f"{where}, i64 %bytes, {instance}, {who}",
+    }
+    if per_warp:
+        lanes = f"i64 %instance, i64 %instance.first, {shadow} %warps, i64 %groups"  # `%first`: the warp's
+        found["shared.lanes"] = f"{where}, {lanes}, {who}"
+    return found
 
 
 def shared_helpers(names: str, shadow: str) -> list[str]:
