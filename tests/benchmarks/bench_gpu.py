@@ -8,7 +8,7 @@ One process, one GPU, invocations 2^20 .. 2^24 of one format and arguments
       kernel + the flush of its output (stdout redirected to /dev/null; its FIFO, at most 2 GiB, holds
       about 2^23 lines, so larger runs are split into launches of half that, each one flushed); the
       output rendered in this process, then by a RenderPool of one process per CPU, started once before
-      the sizes are run, as a driver starts it (`output_chunks(pool=...)`);
+      the sizes are run, as a driver starts it (`write_output(sink, pool=...)`);
   (c) lowered printf, in every variant of how it stores its entries (`VARIANTS`: `EntryStores`, where
       the reservation is aggregated, `cold_printf`), against three kernels storing the same bytes with
       no printf: each lane its own 8 dwords one at a time, each lane its own entry as two 16-byte
@@ -487,7 +487,7 @@ class EndToEnd:
 def lowered_end_to_end(
     run: Callable[[], None], buffer: Buffer, table, pool: RenderPool | None
 ) -> tuple[EndToEnd, int]:
-    """The launch, the copy back, the decoding and the output written to /dev/null by `output_chunks`,
+    """The launch, the copy back, the decoding and the output written to /dev/null by `write_output`,
     rendered in this process or by `pool`; and the number of lines."""
     buffer.reset()
     cupy.cuda.Device().synchronize()
@@ -498,8 +498,7 @@ def lowered_end_to_end(
     decoding = decode_printf_buffer(data, table)
     decoded = time.perf_counter()
     with open(os.devnull, "wb") as sink:
-        for chunk in decoding.output_chunks(pool=pool):
-            sink.write(chunk)
+        decoding.write_output(sink, pool=pool)
     written = time.perf_counter()
     return EndToEnd(copied - began, decoded - began, written - began), len(decoding.entries)
 
