@@ -83,7 +83,7 @@ def run_main(command: Callable[[], int], stdout_closed: bool | None = None) -> i
             return EXIT_BAD_INPUT
 
 
-def write_stdout(data: bytes) -> None:
+def write_stdout(data: bytes | memoryview) -> None:
     """Write `data` to stdout; OutputError when it cannot be (BrokenPipeError passes: see above)."""
     write_stdout_with(lambda stream: stream.write(data))
 

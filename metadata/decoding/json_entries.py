@@ -29,7 +29,7 @@ from ..format_catalog import DecodableFormat
 from ..formats import Conversion, FormatString
 from ..layout import FLOAT, INTEGER, ArgType, Layout
 from ..wire import UNKNOWN_INVOCATION
-from .column_render import CELLS_TIER, render_columns, render_text, render_tier
+from .column_render import CELLS_TIER, render_columns, render_text, render_tier, row_matrices
 
 DOCUMENT_TERMINATOR = ", "  # between the entries of the `--json` document
 LINE_TERMINATOR = "\n"  # after each entry of `--json-lines`
@@ -64,6 +64,11 @@ class _Template:
 
     def text(self, offsets: numpy.ndarray, columns: Sequence[numpy.ndarray]) -> str:
         return render_text(self.format, self.layout, self._columns(offsets, columns), rows=offsets.size)
+
+    def matrices(
+        self, offsets: numpy.ndarray, columns: Sequence[numpy.ndarray]
+    ) -> list[numpy.ndarray] | None:
+        return row_matrices(self.format, self.layout, self._columns(offsets, columns), rows=offsets.size)
 
     def _columns(self, offsets: numpy.ndarray, columns: Sequence[numpy.ndarray]) -> list[numpy.ndarray]:
         return [offsets if source == OFFSET else columns[source] for source in self.sources]
@@ -129,6 +134,17 @@ class JsonPlan:
         if not rest and isinstance(only, _Template):
             return only.text(offsets, columns)
         return "".join(self.lines(offsets, columns))
+
+    def matrices(
+        self, offsets: numpy.ndarray, columns: Sequence[numpy.ndarray]
+    ) -> list[numpy.ndarray] | None:
+        """The entries as matrices of rows (`column_render.row_matrices`, ASCII: the template's literals
+        are escaped and its conversions print digits) where the template prints the whole entry; else
+        None (a part rendered beside the template makes a string per entry)."""
+        (only, *rest) = self.parts
+        if rest or not isinstance(only, _Template):
+            return None
+        return only.matrices(offsets, columns)
 
 
 @functools.lru_cache(maxsize=1024)

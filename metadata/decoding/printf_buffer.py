@@ -518,9 +518,9 @@ class _Piece:
         return "".join(_interleave(columns.entry_groups[first:last], lines))
 
     def encoded(self, columns: _Columns, style: Style, encoding: Encoding) -> bytes:
-        """`render`'s text encoded: for text, the bytes of the rows' matrices (`column_render.row_matrices`),
-        interleaved as rows and kept in one compress, with no string per entry."""
-        matrices = self._matrices(columns, style, encoding) if style in _TEXT_STYLES else None
+        """`render`'s text encoded: the bytes of the rows' matrices (`column_render.row_matrices`, for
+        JSON those of its templates), interleaved as rows and kept at once, with no string per entry."""
+        matrices = self._matrices(columns, style, encoding)
         if matrices is None:
             return self.render(columns, style).encode(*encoding)
         if len(matrices) == 1:
@@ -540,8 +540,10 @@ class _Piece:
 
     def _matrices(self, columns: _Columns, style: Style, encoding: Encoding) -> dict[int, list] | None:
         """Each group's rows as matrices, or None where one cannot be (a line holding NUL, a verbose
-        prefix, an encoding other than UTF-8)."""
+        prefix, text in an encoding other than UTF-8, JSON with a part rendered beside its template)."""
         codec, errors = encoding
+        if style is not None and style not in _TEXT_STYLES:
+            return self._json_matrices(columns, style) if encoding == JSON_ENCODING else None
         if codec != "utf-8":
             return None
         matrices = {}
@@ -551,6 +553,18 @@ class _Piece:
                 return None
             fmt = rows.format
             chunks = row_matrices(fmt.format, fmt.layout, rows.columns, rows.count, errors)
+            if chunks is None:
+                return None
+            matrices[number] = chunks
+        return matrices
+
+    def _json_matrices(self, columns: _Columns, terminator: str) -> dict[int, list] | None:
+        """Each group's JSON as matrices (`JsonPlan.matrices`, ASCII), or None where one's is not."""
+        matrices = {}
+        for number, bounds in self.rows.items():
+            chunks = json_plan(columns.formats[number], terminator).matrices(
+                *_json_arguments(columns, number, bounds)
+            )
             if chunks is None:
                 return None
             matrices[number] = chunks

@@ -259,7 +259,7 @@ def _write_entries(chunks: Generator[bytes, None, None], separator: str = "") ->
         pending = b""
         for chunk in chunks:
             write_stdout(pending)
-            write_stdout(chunk[: len(chunk) - held] if held else chunk)
+            write_stdout(memoryview(chunk)[: len(chunk) - held])  # a view: a slice would copy the chunk
             pending = separator.encode("ascii")
     finally:
         chunks.close()  # now, not when collected: an interrupted render stops its workers at once
