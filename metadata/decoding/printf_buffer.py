@@ -33,7 +33,7 @@ from .byte_cells import kept_blocks, kept_bytes
 from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier, row_matrices
 from .json_entries import DOCUMENT_TERMINATOR, in_byte_cells, json_plan
 from .key_positions import positions_by_key
-from .printf_walk import PrintfFraming
+from .printf_walk import PrintfFraming, uniform_entries
 from .record_walk import RecordWalk
 
 if TYPE_CHECKING:
@@ -650,31 +650,46 @@ def decode_printf_buffer(data: Any, table: FormatLookup, capacity: int | None = 
     """
     region = read_region(data, capacity, "printf")
     catalog = FormatCatalog(table)
-    framing = PrintfFraming(region.words, region.end, catalog)
-    walk = RecordWalk(region, catalog, framing)
-    walk.run()
-    starts, numbers = framing.entries(walk)
-    groups, entry_groups = _gather(region.words, catalog, starts, numbers)
+    uniform = uniform_entries(region.words, region.end, catalog)
+    issues: list[Issue] = []
+    unused_dwords = 0
+    if uniform is None:
+        framing = PrintfFraming(region.words, region.end, catalog)
+        walk = RecordWalk(region, catalog, framing)
+        walk.run()
+        starts, numbers = framing.entries(walk)
+        issues, unused_dwords = walk.issues, walk.unused_dwords
+    else:
+        starts, numbers = uniform
+    groups, entry_groups = _gather(region.words, catalog, starts, numbers, uniform is not None)
     return PrintfDecoding(
         buffer_offset=region.buffer_offset,
         capacity=region.capacity,
         written_dwords=region.end,
         dropped_dwords=region.dropped_dwords,
-        unused_dwords=walk.unused_dwords,
+        unused_dwords=unused_dwords,
         groups=groups,
         entry_offsets=starts,
         entry_groups=entry_groups,
-        issues=region.issues + tuple(walk.issues),
+        issues=region.issues + tuple(issues),
     )
 
 
 def _gather(
-    words: np.ndarray, catalog: FormatCatalog, starts: np.ndarray, numbers: np.ndarray
+    words: np.ndarray, catalog: FormatCatalog, starts: np.ndarray, numbers: np.ndarray, uniform: bool
 ) -> tuple[tuple[FormatColumns, ...], np.ndarray]:
     """Group the entries by format (in catalog order) and gather their rows; each entry's group.
+    `uniform`: the entries are of one format, back to back from the first dword (`uniform_entries`).
 
     Works on blocks of entries so that the rows of every format are copied while the block is cached.
     """
+    if uniform:
+        found = catalog.formats[int(numbers[0])]
+        back_to_back = _Rows(words, found.dwords, starts.size, starts)
+        entries = words[: starts.size * found.dwords].reshape(starts.size, -1)
+        back_to_back.matrix[:] = entries[:, ENTRY_HEADER_DWORDS:]
+        entry_groups = np.zeros(numbers.size, dtype=np.int32) if len(catalog.formats) > 1 else numbers
+        return (_group(found, back_to_back),), entry_groups
     blocks = [
         (start, np.bincount(numbers[start : start + _BLOCK_ENTRIES], minlength=len(catalog.formats)))
         for start in range(0, numbers.size, _BLOCK_ENTRIES)

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..format_catalog import Decodable, DecodableFormat, FormatCatalog
-from ..wire import DWORD, ENTRY_SIZE_BITS, ENTRY_SIZE_MASK, MAX_ENTRY_DWORDS, split_entry_header
+from ..wire import (
+    DWORD,
+    ENTRY_HEADER_DWORDS,
+    ENTRY_SIZE_BITS,
+    ENTRY_SIZE_MASK,
+    MAX_ENTRY_DWORDS,
+    split_entry_header,
+)
 from .record_walk import RecordFields, RecordWalk
 
 _LOW_DWORD = 0xFFFFFFFF
@@ -34,6 +41,26 @@ def _position_type(end: int) -> np.dtype:
 def _number_type(count: int) -> np.dtype:
     """The smallest signed integer type that numbers `count` formats (small tables stay in the cache)."""
     return np.dtype(np.int8 if count <= 1 << 7 else np.int16 if count <= 1 << 15 else np.int32)
+
+
+def uniform_entries(
+    words: np.ndarray, end: int, catalog: FormatCatalog
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The common case in one strided pass: when `words[:end]` is whole entries of one known format
+    back to back (each dword `size` apart from the first holding its header), their dword offsets and
+    format numbers, as `PrintfFraming.entries` gives them after the walk, which would find nothing
+    wrong; else None (the walk decides)."""
+    if end < ENTRY_HEADER_DWORDS:
+        return None
+    low, high = int(words[0]), int(words[1])
+    size, index = split_entry_header(high << 32 | low)
+    found = catalog.lookup(index)
+    if not isinstance(found, DecodableFormat) or found.dwords != size or end % size:
+        return None
+    if not ((words[0:end:size] == low).all() and (words[1:end:size] == high).all()):
+        return None
+    numbers = np.full(end // size, found.number, dtype=_number_type(len(catalog.formats)))
+    return np.arange(0, end, size, dtype=_position_type(end)), numbers
 
 
 class _Headers:
