@@ -556,8 +556,10 @@ def damaged_buffers(draw: st.DrawFn) -> tuple[bytearray, int | None]:
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Blocks of a few dwords and entries, so that the fuzzing crosses block boundaries."""
+    """Blocks of a few dwords and entries (and a probe of two entries for one format's), so that the
+    fuzzing crosses block boundaries."""
     monkeypatch.setattr(printf_walk, "_BLOCK_DWORDS", 7)
+    monkeypatch.setattr(printf_walk, "_PROBE_ENTRIES", 2)
     monkeypatch.setattr(printf_buffer, "_BLOCK_ENTRIES", 3)
     monkeypatch.setattr(printf_buffer, "TEXT_CHUNK_ENTRIES", 4)
     monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 3)

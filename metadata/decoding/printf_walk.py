@@ -29,6 +29,7 @@ _KEY_SHIFT = ENTRY_SIZE_BITS  # the ID's low 16 bits, the high half of a header'
 _KEY_BITS = 32 - ENTRY_SIZE_BITS
 _BLOCK_DWORDS = 1 << 18  # work on blocks that stay in the cache
 _FEW_KEYS = 8  # up to this many header keys, compare dword by dword per key; past it, use set look-ups
+_PROBE_ENTRIES = 1 << 10  # `uniform_entries` looks at this many entries before all of them
 _REBUILD_STEPS = 64  # sequential steps before newly met formats are added to the candidates
 
 
@@ -57,8 +58,9 @@ def uniform_entries(
     found = catalog.lookup(index)
     if not isinstance(found, DecodableFormat) or found.dwords != size or end % size:
         return None
-    if not ((words[0:end:size] == low).all() and (words[1:end:size] == high).all()):
-        return None
+    for stop in (min(end, _PROBE_ENTRIES * size), end):  # a buffer of several formats fails at once
+        if not ((words[0:stop:size] == low).all() and (words[1:stop:size] == high).all()):
+            return None
     numbers = np.full(end // size, found.number, dtype=_number_type(len(catalog.formats)))
     return np.arange(0, end, size, dtype=_position_type(end)), numbers
 
