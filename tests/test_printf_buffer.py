@@ -556,8 +556,10 @@ def damaged_buffers(draw: st.DrawFn) -> tuple[bytearray, int | None]:
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Blocks of a few dwords and entries, so that the fuzzing crosses block boundaries."""
+    """Blocks of a few dwords and entries (and a probe of two entries for one format's), so that the
+    fuzzing crosses block boundaries."""
     monkeypatch.setattr(printf_walk, "_BLOCK_DWORDS", 7)
+    monkeypatch.setattr(printf_walk, "_PROBE_ENTRIES", 2)
     monkeypatch.setattr(printf_buffer, "_BLOCK_ENTRIES", 3)
     monkeypatch.setattr(printf_buffer, "TEXT_CHUNK_ENTRIES", 4)
     monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 3)
@@ -590,6 +592,77 @@ def test_random_bytes_decode_or_raise_buffer_decode_error(data: bytes, capacity)
         return
     decoding.text()
     list(decoding.entries)
+
+
+@st.composite
+def one_format_buffers(draw: st.DrawFn) -> tuple[bytearray, int | None, object]:
+    """Entries of one format back to back (the decoder's strided fast path), payloads that may hold
+    headers, then perhaps a dword overwritten, the dump cut short or another capacity; and a table:
+    all of FUZZ_FORMATS, that format alone, or one only asked."""
+    entry = draw(st.sampled_from(FUZZ_FORMATS))
+    size = entry_dwords(entry.layout)
+    headers = [entry_header(other.index, entry_dwords(other.layout)) for other in FUZZ_FORMATS]
+    dword = st.one_of(
+        st.integers(0, 0xFFFFFFFF),
+        st.sampled_from(
+            [0] + [header & 0xFFFFFFFF for header in headers] + [header >> 32 for header in headers]
+        ),
+    )
+    records = [
+        raw_entry(entry, size, draw(st.lists(dword, min_size=size - 2, max_size=size - 2)))
+        for _ in range(draw(st.integers(1, 12)))
+    ]
+    data = build_buffer(records)
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(data) // 4 - 5))
+        data[HEADER_BYTES + 4 * at : HEADER_BYTES + 4 * at + 4] = struct.pack("<I", draw(dword))
+    if draw(st.booleans()):
+        data = data[: draw(st.integers(HEADER_BYTES, len(data)))]
+    capacity = draw(st.one_of(st.none(), st.integers(0, len(data) // 4)))
+    table = draw(st.sampled_from([FUZZ_TABLE, FormatTable([entry]), LookupOnly(FUZZ_TABLE)]))
+    return data, capacity, table
+
+
+def decoded_arrays(decoding) -> tuple:
+    """Everything a decoding holds, for comparing two: offsets and groups as values (their integer type
+    depends on how the walk took them), columns as their bits and types."""
+    groups = [
+        (group.id, group.offsets.tolist(), [(column.dtype.str, column.tobytes()) for column in group.columns])
+        for group in decoding.groups
+    ]
+    return (
+        decoding.entry_offsets.tolist(),
+        decoding.entry_groups.tolist(),
+        groups,
+        decoding.issues,
+        (decoding.written_dwords, decoding.dropped_dwords, decoding.unused_dwords),
+        decoding.text(),
+    )
+
+
+@FUZZ
+@given(one_format_buffers())
+def test_one_format_back_to_back_decodes_as_the_walk_does(small_blocks, case):
+    """The strided pass for entries of one format gives what the walk gives, and the reference."""
+    data, capacity, table = case
+    check_against_reference(data, table, capacity)
+    fast = decode_printf_buffer(data, table, capacity)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(printf_buffer, "uniform_entries", lambda words, end, catalog: None)
+        walked = decode_printf_buffer(data, table, capacity)
+    assert decoded_arrays(fast) == decoded_arrays(walked)
+
+
+def test_entries_of_one_format_take_no_walk(monkeypatch):
+    """A buffer of one format's entries back to back, headers in its payloads, is decoded without a walk."""
+    entry = FUZZ_FORMATS[0]
+    size = entry_dwords(entry.layout)
+    header = entry_header(entry.index, size)
+    payload = ([header & 0xFFFFFFFF, header >> 32] * size)[: size - 2]
+    data = build_buffer([raw_entry(entry, size, payload)] * 5)
+    monkeypatch.setattr(printf_buffer, "PrintfFraming", None)  # the walk's framing: not called
+    decoding = decode_printf_buffer(data, FUZZ_TABLE)
+    assert decoding.entry_offsets.tolist() == list(range(0, 5 * size, size)) and not decoding.issues
 
 
 def test_random_payloads_across_many_blocks_match_the_reference(small_blocks):

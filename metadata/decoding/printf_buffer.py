@@ -33,7 +33,7 @@ from .byte_cells import kept_blocks, kept_bytes
 from .column_render import CELLS_TIER, RENDER_SECONDS, render_columns, render_text, render_tier, row_matrices
 from .json_entries import DOCUMENT_TERMINATOR, in_byte_cells, json_plan
 from .key_positions import positions_by_key
-from .printf_walk import PrintfFraming
+from .printf_walk import PrintfFraming, uniform_entries
 from .record_walk import RecordWalk
 
 if TYPE_CHECKING:
@@ -428,22 +428,32 @@ class _Columns:
     def share(self, path: str, *, offsets: bool, entry_groups: bool) -> None:
         """Write the arrays pieces read (the offsets and each entry's group only when asked) to the file
         `path`, a piece at a time so that this process holds no second copy, then their index: the
-        formats and where each array lies (pickled), its offset and size in the last 16 bytes."""
-        arrays: list[tuple[tuple[int, int], np.ndarray]] = []
+        formats and where each array lies (pickled), its offset and size in the last 16 bytes. A group's
+        columns that are views of one matrix (`_Rows`) are written as the matrix, with no gathering."""
+        blocks: list[tuple[np.ndarray, list[tuple[tuple[int, int], np.ndarray]]]] = []
         for number, group_columns in enumerate(self.columns):
             group_offsets = self.offsets[number]
             if offsets and group_offsets is not None:
-                arrays.append(((number, -1), group_offsets))
-            arrays += [((number, index), column) for index, column in enumerate(group_columns)]
+                blocks.append((group_offsets, [((number, -1), group_offsets)]))
+            keyed = [((number, index), column) for index, column in enumerate(group_columns)]
+            matrix = _matrix_of(group_columns)
+            blocks += (
+                [(matrix, keyed)]
+                if matrix is not None
+                else [(column, [(key, column)]) for key, column in keyed]
+            )
         if entry_groups and self.entry_groups is not None:
-            arrays.append(((-1, -1), self.entry_groups))
-        places: dict[tuple[int, int], tuple[str, tuple[int, ...], int]] = {}
+            blocks.append((self.entry_groups, [((-1, -1), self.entry_groups)]))
+        places: dict[tuple[int, int], tuple[str, tuple[int, ...], int, tuple[int, ...] | None]] = {}
         with open(path, "wb") as file:
-            for key, array in arrays:
+            for block, arrays in blocks:
                 file.write(bytes(-file.tell() % _SHARED_ALIGNMENT))
-                places[key] = (array.dtype.str, array.shape, file.tell())
-                for start in range(0, len(array), _SHARE_ROWS):
-                    file.write(np.ascontiguousarray(array[start : start + _SHARE_ROWS]).data)
+                for key, array in arrays:
+                    within = _address(array) - _address(block)
+                    strides = None if array is block else array.strides
+                    places[key] = (array.dtype.str, array.shape, file.tell() + within, strides)
+                for start in range(0, len(block), _SHARE_ROWS):
+                    file.write(np.ascontiguousarray(block[start : start + _SHARE_ROWS]).data)
             index = pickle.dumps((self.formats, [len(group) for group in self.columns], places))
             where = file.tell()
             file.write(index)
@@ -460,14 +470,29 @@ class _Columns:
         def view(key: tuple[int, int]) -> np.ndarray | None:
             if key not in places:
                 return None
-            dtype, shape, offset = places[key]
-            return np.ndarray(shape, dtype, buffer=memory, offset=offset)
+            dtype, shape, offset, strides = places[key]
+            return np.ndarray(shape, dtype, buffer=memory, offset=offset, strides=strides)
 
         columns = tuple(
             tuple(view((number, index)) for index in range(width)) for number, width in enumerate(widths)
         )
         offsets = tuple(view((number, -1)) for number in range(len(formats)))
         return cls(formats, offsets, columns, view((-1, -1)))  # type: ignore[arg-type]
+
+
+def _matrix_of(columns: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """The C-contiguous matrix that every one of `columns` is a view of (as `wire.argument_columns`
+    makes them), when they hold at least half of it; else None."""
+    matrix = columns[0].base if columns else None
+    if not isinstance(matrix, np.ndarray) or not matrix.flags.c_contiguous or matrix.ndim != 2:
+        return None
+    if any(column.base is not matrix for column in columns):  # a view lies within what it views
+        return None
+    return matrix if 2 * sum(column.nbytes for column in columns) >= matrix.nbytes else None
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
 
 
 _SHARED_ALIGNMENT = 64
@@ -664,31 +689,46 @@ def decode_printf_buffer(data: Any, table: FormatLookup, capacity: int | None = 
     """
     region = read_region(data, capacity, "printf")
     catalog = FormatCatalog(table)
-    framing = PrintfFraming(region.words, region.end, catalog)
-    walk = RecordWalk(region, catalog, framing)
-    walk.run()
-    starts, numbers = framing.entries(walk)
-    groups, entry_groups = _gather(region.words, catalog, starts, numbers)
+    uniform = uniform_entries(region.words, region.end, catalog)
+    issues: list[Issue] = []
+    unused_dwords = 0
+    if uniform is None:
+        framing = PrintfFraming(region.words, region.end, catalog)
+        walk = RecordWalk(region, catalog, framing)
+        walk.run()
+        starts, numbers = framing.entries(walk)
+        issues, unused_dwords = walk.issues, walk.unused_dwords
+    else:
+        starts, numbers = uniform
+    groups, entry_groups = _gather(region.words, catalog, starts, numbers, uniform is not None)
     return PrintfDecoding(
         buffer_offset=region.buffer_offset,
         capacity=region.capacity,
         written_dwords=region.end,
         dropped_dwords=region.dropped_dwords,
-        unused_dwords=walk.unused_dwords,
+        unused_dwords=unused_dwords,
         groups=groups,
         entry_offsets=starts,
         entry_groups=entry_groups,
-        issues=region.issues + tuple(walk.issues),
+        issues=region.issues + tuple(issues),
     )
 
 
 def _gather(
-    words: np.ndarray, catalog: FormatCatalog, starts: np.ndarray, numbers: np.ndarray
+    words: np.ndarray, catalog: FormatCatalog, starts: np.ndarray, numbers: np.ndarray, uniform: bool
 ) -> tuple[tuple[FormatColumns, ...], np.ndarray]:
     """Group the entries by format (in catalog order) and gather their rows; each entry's group.
+    `uniform`: the entries are of one format, back to back from the first dword (`uniform_entries`).
 
     Works on blocks of entries so that the rows of every format are copied while the block is cached.
     """
+    if uniform:
+        found = catalog.formats[int(numbers[0])]
+        back_to_back = _Rows(words, found.dwords, starts.size, starts)
+        entries = words[: starts.size * found.dwords].reshape(starts.size, -1)
+        back_to_back.matrix[:] = entries[:, ENTRY_HEADER_DWORDS:]
+        entry_groups = np.zeros(numbers.size, dtype=np.int32) if len(catalog.formats) > 1 else numbers
+        return (_group(found, back_to_back),), entry_groups
     blocks = [
         (start, np.bincount(numbers[start : start + _BLOCK_ENTRIES], minlength=len(catalog.formats)))
         for start in range(0, numbers.size, _BLOCK_ENTRIES)

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..format_catalog import Decodable, DecodableFormat, FormatCatalog
-from ..wire import DWORD, ENTRY_SIZE_BITS, ENTRY_SIZE_MASK, MAX_ENTRY_DWORDS, split_entry_header
+from ..wire import (
+    DWORD,
+    ENTRY_HEADER_DWORDS,
+    ENTRY_SIZE_BITS,
+    ENTRY_SIZE_MASK,
+    MAX_ENTRY_DWORDS,
+    split_entry_header,
+)
 from .record_walk import RecordFields, RecordWalk
 
 _LOW_DWORD = 0xFFFFFFFF
@@ -22,6 +29,7 @@ _KEY_SHIFT = ENTRY_SIZE_BITS  # the ID's low 16 bits, the high half of a header'
 _KEY_BITS = 32 - ENTRY_SIZE_BITS
 _BLOCK_DWORDS = 1 << 18  # work on blocks that stay in the cache
 _FEW_KEYS = 8  # up to this many header keys, compare dword by dword per key; past it, use set look-ups
+_PROBE_ENTRIES = 1 << 10  # `uniform_entries` looks at this many entries before all of them
 _REBUILD_STEPS = 64  # sequential steps before newly met formats are added to the candidates
 
 
@@ -34,6 +42,27 @@ def _position_type(end: int) -> np.dtype:
 def _number_type(count: int) -> np.dtype:
     """The smallest signed integer type that numbers `count` formats (small tables stay in the cache)."""
     return np.dtype(np.int8 if count <= 1 << 7 else np.int16 if count <= 1 << 15 else np.int32)
+
+
+def uniform_entries(
+    words: np.ndarray, end: int, catalog: FormatCatalog
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The common case in one strided pass: when `words[:end]` is whole entries of one known format
+    back to back (each dword `size` apart from the first holding its header), their dword offsets and
+    format numbers, as `PrintfFraming.entries` gives them after the walk, which would find nothing
+    wrong; else None (the walk decides)."""
+    if end < ENTRY_HEADER_DWORDS:
+        return None
+    low, high = int(words[0]), int(words[1])
+    size, index = split_entry_header(high << 32 | low)
+    found = catalog.lookup(index)
+    if not isinstance(found, DecodableFormat) or found.dwords != size or end % size:
+        return None
+    for stop in (min(end, _PROBE_ENTRIES * size), end):  # a buffer of several formats fails at once
+        if not ((words[0:stop:size] == low).all() and (words[1:stop:size] == high).all()):
+            return None
+    numbers = np.full(end // size, found.number, dtype=_number_type(len(catalog.formats)))
+    return np.arange(0, end, size, dtype=_position_type(end)), numbers
 
 
 class _Headers:
