@@ -215,8 +215,9 @@ def _field(conversion: Conversion, array: numpy.ndarray) -> tuple[list[Part], nu
 
 
 def _fill(character: str, width: int, missing: numpy.ndarray) -> list[Part]:
-    """`character` `missing` times in each row, in whole words."""
-    words = _fill_words(character, width)[missing]
+    """`character` `missing` times in each row, in whole words (rows taken whole, which is ~15x faster
+    than indexing the table's rows with an array)."""
+    words = _fill_words(character, width).take(missing, axis=0)
     return [words[:, column] for column in range(words.shape[1])]
 
 
@@ -460,13 +461,15 @@ def _scaled(magnitude: numpy.ndarray, shift: numpy.ndarray) -> tuple[numpy.ndarr
 
 @functools.lru_cache(maxsize=2)
 def _exponent_words(letter: str) -> numpy.ndarray:
-    """Row e + EXPONENT_RANGE: `e+dd` (at least two exponent digits) in two words, NUL in front."""
+    """Row e + EXPONENT_RANGE: `e+dd` (at least two exponent digits) in two words, NUL in front; the
+    last row (-1) all NUL, for no exponent."""
     rows = [
         bytes(8 - len(text)) + text
         for text in (
             f"{letter}{exponent:+03d}".encode() for exponent in range(-EXPONENT_RANGE, 1 + EXPONENT_RANGE)
         )
     ]
+    rows.append(bytes(8))
     return numpy.frombuffer(b"".join(rows), dtype=WORD).reshape(-1, 2)
 
 
@@ -479,7 +482,7 @@ def _exponent_body(
     lead, fraction = _split(significand, precision)
     after, after_length = _fraction(conversion, fraction, precision)
     letter = "E" if conversion.conversion.isupper() else "e"
-    exponent_words = _exponent_words(letter)[exponent + EXPONENT_RANGE]
+    exponent_words = _exponent_words(letter).take(exponent + EXPONENT_RANGE, axis=0)
     body = [*_digit_words(lead, 10, 1, free=free), *after, exponent_words[:, 0], exponent_words[:, 1]]
     return body, lambda: 1 + after_length + 4 + (numpy.abs(exponent) >= 100), bad
 
@@ -510,8 +513,8 @@ def _general_body(
     leading = shown - _significant(fraction, 10)  # the fraction's zeros after the point
     point = _choose(shown > 0, ".", "", CELLS - 1)
     letter = "E" if conversion.conversion.isupper() else "e"
-    exponent_words = _exponent_words(letter)[exponent + EXPONENT_RANGE]
-    exponent_words[~scientific] = 0
+    shown_exponent = numpy.where(scientific, exponent + EXPONENT_RANGE, -1)
+    exponent_words = _exponent_words(letter).take(shown_exponent, axis=0)
     body = [
         *_digit_words(whole, 10, 1, free=free),
         point,
