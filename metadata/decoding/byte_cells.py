@@ -32,6 +32,7 @@ CELL_MAX_WIDTH = 256
 CELL_MAX_PRECISION = {"f": 15, "e": 14, "g": 15}  # digits kept below 2**52 (exact in a double)
 EXACT_POWERS_OF_TEN = numpy.array([10.0**k for k in range(23)])
 UNIT_ROUNDOFF = 2.0**-52
+ROUNDING = 2.0**52  # the least double whose ulp is 1
 DIGITS = b"0123456789abcdef"
 BASES = {"d": 10, "i": 10, "u": 10, "o": 8, "x": 16, "X": 16}
 POWERS = {
@@ -315,16 +316,22 @@ def _digit_words(
     count = -(-(digits + free) // CHUNK_DIGITS)
     words: list[Part] = []
     size = values.dtype.type(base**CHUNK_DIGITS)
+    shift = values.dtype.type(CHUNK_DIGITS * (base.bit_length() - 1))  # for a base that is a power of 2
     for chunk in range(count):
-        table = _chunk_table(base, min(max(minimum - CHUNK_DIGITS * chunk, 0), CHUNK_DIGITS), upper)
+        shown = min(max(minimum - CHUNK_DIGITS * chunk, 0), CHUNK_DIGITS)
         if chunk == count - 1:
-            index = values.astype(numpy.intp)
+            index = values
         else:
-            above = values // size
-            index = (values - above * size).astype(numpy.intp)
-            numpy.add(index, int(size), out=index, where=above != 0)
+            if base & (base - 1):
+                above = values // size
+                index = values - above * size
+            else:
+                above = values >> shift
+                index = values & (size - 1)
+            if shown < CHUNK_DIGITS:  # else both halves of the table hold every digit
+                index += size * (above != 0)
             values = above
-        words.append(table.take(index))
+        words.append(_chunk_table(base, shown, upper).take(index))
     return words[::-1]
 
 
@@ -405,8 +412,19 @@ def _fraction(conversion: Conversion, fraction: numpy.ndarray, precision: int) -
 
 
 def _near_tie(scaled: numpy.ndarray, rounded: numpy.ndarray) -> numpy.ndarray:
-    """Rows where the exact product, within half an ulp of `scaled`, may round elsewhere."""
-    return numpy.abs(numpy.abs(scaled - rounded) - 0.5) <= scaled * UNIT_ROUNDOFF
+    """Rows where the exact product, within half an ulp of `scaled`, may round elsewhere: those whose
+    distance to `rounded` (at most 1/2) is within that of 1/2."""
+    distance = numpy.abs(scaled - rounded)
+    distance += scaled * UNIT_ROUNDOFF
+    return distance >= 0.5
+
+
+def _round(scaled: numpy.ndarray) -> numpy.ndarray:
+    """`numpy.rint` of values in [0, 2**52) (others: anything), in two additions, which vectorise:
+    adding 2**52 leaves no bits below the units, rounded to even."""
+    rounded = scaled + ROUNDING
+    rounded -= ROUNDING
+    return rounded
 
 
 def _split(number: numpy.ndarray, precision: int) -> tuple[numpy.ndarray, numpy.ndarray]:
@@ -424,8 +442,8 @@ def _fixed_body(
     """`%f`: the value times 10**precision rounded to an integer, a point before the last digits."""
     precision = float_precision(conversion)
     scaled = magnitude * EXACT_POWERS_OF_TEN[precision]
-    rounded = numpy.rint(scaled)
-    bad = (scaled >= 2.0**52) | _near_tie(scaled, rounded)
+    rounded = _round(scaled)
+    bad = (scaled >= ROUNDING) | _near_tie(scaled, rounded)
     whole, fraction = _split(numpy.where(bad, 0.0, rounded).astype(numpy.uint64), precision)
     after, after_length = _fraction(conversion, fraction, precision)
     body = [*_digit_words(whole, 10, 1, free=free), *after]
@@ -455,8 +473,8 @@ def _scaled(magnitude: numpy.ndarray, shift: numpy.ndarray) -> tuple[numpy.ndarr
     in_range = numpy.abs(shift) < len(EXACT_POWERS_OF_TEN)
     power = EXACT_POWERS_OF_TEN[numpy.where(in_range, numpy.abs(shift), 0)]
     scaled = numpy.where(shift >= 0, magnitude * power, magnitude / power)
-    rounded = numpy.rint(scaled)
-    return rounded, ~in_range | _near_tie(scaled, rounded)
+    rounded = _round(scaled)
+    return rounded, ~in_range | (scaled >= ROUNDING) | _near_tie(scaled, rounded)
 
 
 @functools.lru_cache(maxsize=2)
