@@ -6,7 +6,7 @@ the tests.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy
@@ -112,7 +112,7 @@ def kept_bytes(matrix: numpy.ndarray) -> bytes:
     return b"".join(kept_blocks(matrix))
 
 
-def kept_blocks(matrix: numpy.ndarray) -> list[bytes]:
+def kept_blocks(matrix: numpy.ndarray) -> Iterator[bytes]:
     """`kept_bytes` in pieces, a block of rows at a time: each block's bytes with the NUL ones deleted
     by `bytes.translate`, which reads a cell in about half the time that numpy's gather of the kept
     cells by their indices takes (a boolean compress copies run by run, and a row holds many runs).
@@ -120,10 +120,8 @@ def kept_blocks(matrix: numpy.ndarray) -> list[bytes]:
     time it takes in blocks of 2^20 cells, its text as long (2-core machine, 2^14 rows; copying the
     runs of cells kept alike in every row of a block, after checking that they are, took longer)."""
     rows = max(1, KEPT_BLOCK_CELLS // max(1, matrix.shape[1]))
-    return [
-        matrix[start : start + rows].tobytes().translate(None, _UNKEPT_BYTE)
-        for start in range(0, len(matrix), rows)
-    ]
+    for start in range(0, len(matrix), rows):
+        yield matrix[start : start + rows].tobytes().translate(None, _UNKEPT_BYTE)
 
 
 def split_rows(matrix: numpy.ndarray) -> list[str]:
