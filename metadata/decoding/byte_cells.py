@@ -457,20 +457,26 @@ def _significand(
     exponent = numpy.floor(numpy.log10(numpy.where(positive, magnitude, 1.0))).astype(numpy.int64)
     low, high = EXACT_POWERS_OF_TEN[precision], 10.0 ** (precision + 1)
     rounded, bad = _scaled(magnitude, precision - exponent)
-    # log10 may be one off, or rounding carry into the next decade: then scale once more (which
-    # lands in [low, high); a row that did not would be passed on).
-    exponent += (rounded >= high).astype(numpy.int64) - (positive & (rounded < low))
-    rounded, unsure = _scaled(magnitude, precision - exponent)
-    bad |= unsure | (positive & ((rounded >= high) | (rounded < low)))
+    # log10 may be one off, or rounding carry into the next decade: those rows (few) scaled once more
+    # (which lands in [low, high); a row that did not would be passed on).
+    step = (rounded >= high).astype(numpy.int64) - (positive & (rounded < low))
+    again = numpy.flatnonzero(step)
+    if again.size:
+        exponent[again] += step[again]
+        rescaled, unsure = _scaled(magnitude[again], precision - exponent[again])
+        rounded[again] = rescaled
+        bad[again] |= unsure | (rescaled >= high) | (rescaled < low)
     return numpy.where(bad, 0.0, rounded).astype(numpy.uint64), numpy.where(bad, 0, exponent), bad
 
 
 def _scaled(magnitude: numpy.ndarray, shift: numpy.ndarray) -> tuple[numpy.ndarray, numpy.ndarray]:
     """`magnitude * 10**shift` rounded to an integer (after one correctly rounded operation), and
     the rows where that may not be the exact product's rounding."""
-    in_range = numpy.abs(shift) < len(EXACT_POWERS_OF_TEN)
-    power = EXACT_POWERS_OF_TEN[numpy.where(in_range, numpy.abs(shift), 0)]
-    scaled = numpy.where(shift >= 0, magnitude * power, magnitude / power)
+    absolute = numpy.abs(shift)
+    in_range = absolute < len(EXACT_POWERS_OF_TEN)
+    power = EXACT_POWERS_OF_TEN.take(absolute, mode="clip")
+    scaled = magnitude * power
+    numpy.divide(magnitude, power, out=scaled, where=shift < 0)
     rounded = _round(scaled)
     return rounded, ~in_range | (scaled >= ROUNDING) | _near_tie(scaled, rounded)
 
