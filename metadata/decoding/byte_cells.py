@@ -203,7 +203,7 @@ def _field(conversion: Conversion, array: numpy.ndarray) -> tuple[list[Part], nu
         prefix, body, length, bad = _float_field(conversion, array, merge)
     if width is None or length is None:
         return prefix + body, bad
-    missing = numpy.maximum(width - length(), 0)
+    missing = numpy.maximum(width - length(width), 0)
     if not missing.any():
         return prefix + body, bad
     if "-" in conversion.flags:
@@ -261,11 +261,12 @@ def _signed(
     return [sign_column], digits
 
 
-def _significant(magnitude: numpy.ndarray, base: int) -> numpy.ndarray:
-    """The count of significant digits of each value (0 for 0)."""
+def _significant(magnitude: numpy.ndarray, base: int, most: int | None = None) -> numpy.ndarray:
+    """The count of significant digits of each value (0 for 0), or `most` where it is more (a pass
+    over the values per digit counted: a width needs no more)."""
     count = numpy.zeros(magnitude.shape, dtype=numpy.int64)
     largest = int(magnitude.max(initial=0))
-    for power in POWERS[base].tolist():
+    for power in POWERS[base][:most].tolist():
         if power > largest:
             break
         count += magnitude >= power
@@ -335,10 +336,11 @@ def _digit_words(
 
 def _integer_field(
     conversion: Conversion, array: numpy.ndarray, merge: bool
-) -> tuple[list[Part], list[Part], Callable[[], numpy.ndarray] | None, None]:
+) -> tuple[list[Part], list[Part], Callable[[int], numpy.ndarray] | None, None]:
     """Sign or `0x` prefix and digits of an integer conversion, as `_format_signed` and co. do; the
-    length of each row's text, when asked (None: as wide as the width already, the zeros that pad
-    a field of digits alone being printed as digits)."""
+    length of each row's text, when asked, given the width (a length at least that may be reported
+    as any such: None, as wide as the width already, the zeros that pad a field of digits alone
+    being printed as digits)."""
     letter = conversion.conversion
     base = BASES[letter]
     values = c_integers(conversion, array)
@@ -372,8 +374,8 @@ def _integer_field(
         prefix = [_choose(nonzero, f"0{letter}", "", 2)]
         prefix_length = 2 * nonzero
 
-    def length() -> numpy.ndarray:
-        shown = numpy.maximum(_significant(magnitude, base), minimum)
+    def length(most: int) -> numpy.ndarray:
+        shown = numpy.maximum(_significant(magnitude, base, most), minimum)
         return prefix_length + shown + octal_zero
 
     return prefix, body, None if width_met else length, None
@@ -381,9 +383,10 @@ def _integer_field(
 
 def _float_field(
     conversion: Conversion, array: numpy.ndarray, merge: bool
-) -> tuple[list[Part], list[Part], Callable[[], numpy.ndarray], numpy.ndarray]:
+) -> tuple[list[Part], list[Part], Callable[[int], numpy.ndarray], numpy.ndarray]:
     """Sign and body of `%f %e` (any case) for the finite rows (the others are marked), and the
-    length of each row's text, when asked."""
+    length of each row's text, when asked, given the width (a length at least that reported as any
+    such)."""
     with numpy.errstate(over="ignore", invalid="ignore"):  # widening a signalling NaN sets "invalid"
         numbers = array.astype(numpy.float64)
         finite = numpy.isfinite(numbers)
@@ -392,7 +395,7 @@ def _float_field(
         merge &= sign_column is not None
         digits, body_length, bad = _FLOAT_BODIES[conversion.conversion.lower()](conversion, magnitude, merge)
     prefix, body = _signed(sign_column, digits, merge)
-    return prefix, body, lambda: prefix_length + body_length(), bad | ~finite
+    return prefix, body, lambda most: prefix_length + body_length(most), bad | ~finite
 
 
 def _fraction(conversion: Conversion, fraction: numpy.ndarray, precision: int) -> tuple[list[Part], int]:
@@ -436,7 +439,7 @@ def _split(number: numpy.ndarray, precision: int) -> tuple[numpy.ndarray, numpy.
 
 def _fixed_body(
     conversion: Conversion, magnitude: numpy.ndarray, free: bool
-) -> tuple[list[Part], Callable[[], numpy.ndarray], numpy.ndarray]:
+) -> tuple[list[Part], Callable[[int], numpy.ndarray], numpy.ndarray]:
     """`%f`: the value times 10**precision rounded to an integer, a point before the last digits."""
     precision = float_precision(conversion)
     scaled = magnitude * EXACT_POWERS_OF_TEN[precision]
@@ -445,7 +448,7 @@ def _fixed_body(
     whole, fraction = _split(numpy.where(bad, 0.0, rounded).astype(numpy.uint64), precision)
     after, after_length = _fraction(conversion, fraction, precision)
     body = [*_digit_words(whole, 10, 1, free=free), *after]
-    return body, lambda: numpy.maximum(_significant(whole, 10), 1) + after_length, bad
+    return body, lambda most: numpy.maximum(_significant(whole, 10, most), 1) + after_length, bad
 
 
 def _significand(
@@ -497,7 +500,7 @@ def _exponent_words(letter: str) -> numpy.ndarray:
 
 def _exponent_body(
     conversion: Conversion, magnitude: numpy.ndarray, free: bool
-) -> tuple[list[Part], Callable[[], numpy.ndarray], numpy.ndarray]:
+) -> tuple[list[Part], Callable[[int], numpy.ndarray], numpy.ndarray]:
     """`%e`: one digit, the point, `precision` digits, the exponent."""
     precision = float_precision(conversion)
     significand, exponent, bad = _significand(magnitude, precision)
@@ -506,12 +509,12 @@ def _exponent_body(
     letter = "E" if conversion.conversion.isupper() else "e"
     exponent_words = _exponent_words(letter).take(exponent + EXPONENT_RANGE, axis=0)
     body = [*_digit_words(lead, 10, 1, free=free), *after, exponent_words[:, 0], exponent_words[:, 1]]
-    return body, lambda: 1 + after_length + 4 + (numpy.abs(exponent) >= 100), bad
+    return body, lambda most: 1 + after_length + 4 + (numpy.abs(exponent) >= 100), bad
 
 
 def _general_body(
     conversion: Conversion, magnitude: numpy.ndarray, free: bool
-) -> tuple[list[Part], Callable[[], numpy.ndarray], numpy.ndarray]:
+) -> tuple[list[Part], Callable[[int], numpy.ndarray], numpy.ndarray]:
     """`%g`: P significant digits (P the precision, 1 for 0) in `%e`'s style where the exponent X is
     below -4 or P or more, else in `%f`'s with P - 1 - X decimals; the fraction's trailing zeros and
     a point left alone dropped. Both styles are laid out alike: the digits before the point, the point,
@@ -546,9 +549,9 @@ def _general_body(
         exponent_words[:, 1],
     ]
 
-    def length() -> numpy.ndarray:
+    def length(most: int) -> numpy.ndarray:
         exponent_length = scientific * (4 + (numpy.abs(exponent) >= 100))
-        return numpy.maximum(_significant(whole, 10), 1) + (shown > 0) + shown + exponent_length
+        return numpy.maximum(_significant(whole, 10, most), 1) + (shown > 0) + shown + exponent_length
 
     return body, length, bad
 
