@@ -103,9 +103,8 @@ from .shared import (
     shared_parameters,
     shared_shadows,
 )
-from .warps import OFFSET, WARP_INTRINSICS, warp_helpers
+from .warps import OFFSET, WARP_INTRINSICS, WORD_SHIFT, WORD_SPAN, warp_helpers
 
-_WORD_SHIFT = WORD_BYTES.bit_length() - 1
 _GROUP_SHIFT = WARP_WORDS.bit_length() - 1
 # Why an access is not recorded (`.unrecorded`'s `.reason`).
 NOT_PASSED = (
@@ -478,7 +477,7 @@ class _Recording:
             lines += [
                 f"%{names}bytes{k} = load i64, {shadow_type} {shadow}, align 8",
                 f"%{names}bytes{k}.up = add i64 %{names}bytes{k}, 3",
-                f"%{names}words{k} = lshr i64 %{names}bytes{k}.up, {_WORD_SHIFT}",
+                f"%{names}words{k} = lshr i64 %{names}bytes{k}.up, {WORD_SHIFT}",
                 f"%{names}rows{k} = getelementptr i8, {shadow_type} {shadow}, i64 {header.size}",
             ]
             if buffer.shared is not None:
@@ -618,7 +617,7 @@ done:
         f"""define internal void @{names}word({where}, {who}) alwaysinline {{
 entry:
 {OFFSET}
-  %word = lshr i64 %offset, {_WORD_SHIFT}
+  %word = lshr i64 %offset, {WORD_SHIFT}
   %inside = icmp ult i64 %word, %words
   br i1 %inside, label %record, label %done
 record:
@@ -630,12 +629,7 @@ done:
         f"""define internal void @{names}range({where}, i64 %bytes, {who}) alwaysinline {{
 entry:
 {OFFSET}
-  %last = add i64 %offset, %bytes
-  %last.byte = sub i64 %last, 1
-  %first.word = ashr i64 %offset, {_WORD_SHIFT}
-  %last.word = ashr i64 %last.byte, {_WORD_SHIFT}
-  %end.word = add i64 %last.word, 1
-  %low = call i64 @llvm.smax.i64(i64 %first.word, i64 0)
+{WORD_SPAN}
   %high = call i64 @llvm.smin.i64(i64 %end.word, i64 %words)
   %some = icmp ne i64 %bytes, 0
   %inside = icmp slt i64 %low, %high

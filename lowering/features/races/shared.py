@@ -20,8 +20,8 @@ from metadata.races.table import ATOMIC, CLASSES, WORD_BYTES, WRITE, ShadowBuffe
 from ...services.buffer_accesses import Access, TypeSizes
 from ...services.shared_memory import SHARED_POINTER_TYPE, SharedGlobal
 from ..workgroups.constructs import WORKGROUP_INDEX
+from .warps import WORD_SHIFT, WORD_SPAN
 
-_WORD_SHIFT = WORD_BYTES.bit_length() - 1
 # Why a shared access is not recorded (`.unrecorded`'s `.reason`).
 SHARED_UNKNOWN = "through a shared-memory pointer that derives from no one shared global"
 SHARED_NOT_IN_ENTRY = "a shared-memory access in a function not inlined into an entry"
@@ -178,7 +178,7 @@ def shared_helpers(names: str, shadow: str) -> list[str]:
     return [
         f"""define internal void @{names}shared.word({parameters["shared.word"]}) alwaysinline {{
 entry:
-  %word = lshr i64 %offset, {_WORD_SHIFT}
+  %word = lshr i64 %offset, {WORD_SHIFT}
   %inside = icmp ult i64 %word, %instance
   %at = add i64 %first, %word
   %allocated = icmp ult i64 %at, %words
@@ -192,12 +192,7 @@ done:
 }}""",
         f"""define internal void @{names}shared.range({parameters["shared.range"]}) alwaysinline {{
 entry:
-  %last = add i64 %offset, %bytes
-  %last.byte = sub i64 %last, 1
-  %first.word = ashr i64 %offset, {_WORD_SHIFT}
-  %last.word = ashr i64 %last.byte, {_WORD_SHIFT}
-  %end.word = add i64 %last.word, 1
-  %low = call i64 @llvm.smax.i64(i64 %first.word, i64 0)
+{WORD_SPAN}
   %high = call i64 @llvm.smin.i64(i64 %end.word, i64 %instance)
   %room = sub i64 %words, %first
   %end = call i64 @llvm.smin.i64(i64 %high, i64 %room)

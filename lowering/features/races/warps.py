@@ -18,7 +18,7 @@ from metadata.races.table import WARP_WORDS, WORD_BYTES
 from ...services.context import RUNTIME_BUFFER_TYPE
 from ...services.warp_aggregation import SHUFFLE_WHOLE_WARP
 
-_WORD_SHIFT = WORD_BYTES.bit_length() - 1
+WORD_SHIFT = WORD_BYTES.bit_length() - 1  # an offset's word: offset >> WORD_SHIFT
 _GROUP_SHIFT = WARP_WORDS.bit_length() - 1
 WARP_INTRINSICS = [
     "i32 @llvm.nvvm.activemask()",
@@ -29,6 +29,13 @@ WARP_INTRINSICS = [
 OFFSET = f"""  %address = ptrtoint {RUNTIME_BUFFER_TYPE} %pointer to i64
   %start = ptrtoint {RUNTIME_BUFFER_TYPE} %base to i64
   %offset = sub i64 %address, %start"""  # the helpers' access, as an offset into its buffer
+# The words an access of `%bytes` at `%offset` touches: from `%low` (not below 0) to `%end.word`.
+WORD_SPAN = f"""  %last = add i64 %offset, %bytes
+  %last.byte = sub i64 %last, 1
+  %first.word = ashr i64 %offset, {WORD_SHIFT}
+  %last.word = ashr i64 %last.byte, {WORD_SHIFT}
+  %end.word = add i64 %last.word, 1
+  %low = call i64 @llvm.smax.i64(i64 %first.word, i64 0)"""
 
 
 def _together(word: str, site_bits: int) -> str:
@@ -77,7 +84,7 @@ def lanes_helper(names: str, shadow: str, site_bits: int) -> str:
 {buffer} %pointer, {shadow} %warps, i64 %groups, i32 %who, i32 %site, i64 %row) alwaysinline {{
 entry:
 {OFFSET}
-  %word = lshr i64 %offset, {_WORD_SHIFT}
+  %word = lshr i64 %offset, {WORD_SHIFT}
   %inside = icmp ult i64 %word, %words
 {_together("%word", site_bits)}
   call void @{names}mark({shadow} %warps, i64 %groups, i64 %group, i32 %who, i32 %site, i64 %row)
@@ -102,7 +109,7 @@ def epoch_lanes_helper(names: str, shadow: str, site_bits: int) -> str:
 {buffer} %base, {buffer} %pointer, {shadow} %warps, i64 %groups, {who}) alwaysinline {{
 entry:
 {OFFSET}
-  %word = lshr i64 %offset, {_WORD_SHIFT}
+  %word = lshr i64 %offset, {WORD_SHIFT}
   %inside = icmp ult i64 %word, %words
 {_together("%word", site_bits)}
   call void @{names}mark({shadow} %warps, i64 %groups, i64 %group, {who})
@@ -124,7 +131,7 @@ def shared_lanes_helper(names: str, shadow: str, site_bits: int, parameters: str
     (`%instance.first` plus the offset's word) are one group's in lane order, else by `shared.word`."""
     return f"""define internal void @{names}shared.lanes({parameters}) alwaysinline {{
 entry:
-  %word = lshr i64 %offset, {_WORD_SHIFT}
+  %word = lshr i64 %offset, {WORD_SHIFT}
   %in.instance = icmp ult i64 %word, %instance
   %at = add i64 %instance.first, %word
   %allocated = icmp ult i64 %at, %words
