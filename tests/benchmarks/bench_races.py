@@ -303,6 +303,30 @@ def racecheck(log2: int, directory: Path) -> str:
     )
 
 
+def best_seconds(
+    lowered: dict, device: str, invocations: int, threads: int, size: int, data: list[bytes], repeat: int
+) -> tuple[float, float, list]:
+    """The kernel's best device seconds without and with `--races` (`lowered[False]`, `[True]`), runs
+    alternating, `repeat` each; and the races the last recorded run found."""
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    races: list = []
+    for _ in range(repeat):
+        for recording in (False, True):
+            result = run_lowered(
+                lowered[recording],
+                device=device,
+                invocations=invocations,
+                threads=threads,
+                workgroup_size=size,
+                data_buffers=data,
+            )
+            assert result.status.seconds is not None and not result.device_lost
+            if recording:
+                races = list(result.parts["races"].races)
+            seconds[recording].append(result.status.seconds)
+    return min(seconds[False]), min(seconds[True]), races
+
+
 def workgroup_ratios(invocations: int, size: int, repeat: int, device: str) -> list[str]:
     """The workgroup kernel's seconds on `device` with `--races` against without (alternating runs, the
     best of `repeat` each), on 1 and 2 threads on the cpu; every run finds no race."""
@@ -313,21 +337,8 @@ def workgroup_ratios(invocations: int, size: int, repeat: int, device: str) -> l
     data = [bytes(4 * invocations), bytes(4 * invocations)]
     lines = []
     for threads in (1, 2) if device == "cpu" else (1,):
-        seconds: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(repeat):
-            for races in (False, True):
-                result = run_lowered(
-                    lowered[races],
-                    device=device,
-                    invocations=invocations,
-                    threads=threads,
-                    workgroup_size=size,
-                    data_buffers=data,
-                )
-                assert result.status.seconds is not None and not result.device_lost
-                assert not races or result.parts["races"].races == (), result.parts["races"].races
-                seconds[races].append(result.status.seconds)
-        plain, recorded = min(seconds[False]), min(seconds[True])
+        plain, recorded, races = best_seconds(lowered, device, invocations, threads, size, data, repeat)
+        assert races == [], races
         lines.append(
             f"workgroups, {device}, {threads} thread(s), 2^{invocations.bit_length() - 1} invocations in "
             f"workgroups of {size}, one barrier: plain {plain * 1e3:.2f} ms, with --races "
@@ -344,20 +355,8 @@ def shared_ratios(invocations: int, size: int, repeat: int, device: str) -> list
     for name, ir in SHARED_KERNELS.items():
         lowered = {races: lower_sources([Source(name, ir)], device, races=races) for races in (False, True)}
         for threads in (1, 2) if device == "cpu" else (1,):
-            seconds: dict[bool, list[float]] = {False: [], True: []}
-            for _ in range(repeat):
-                for races in (False, True):
-                    result = run_lowered(
-                        lowered[races],
-                        device=device,
-                        invocations=invocations,
-                        threads=threads,
-                        workgroup_size=size,
-                        data_buffers=[bytes(4 * invocations)],
-                    )
-                    assert result.status.seconds is not None and not result.device_lost
-                    seconds[races].append(result.status.seconds)
-            plain, recorded = min(seconds[False]), min(seconds[True])
+            data = [bytes(4 * invocations)]
+            plain, recorded, _ = best_seconds(lowered, device, invocations, threads, size, data, repeat)
             lines.append(
                 f"(a) shared, {name}, {device}, {threads} thread(s), 2^{invocations.bit_length() - 1} "
                 f"invocations in workgroups of {size}: plain {plain * 1e3:.3f} ms, with --races "
