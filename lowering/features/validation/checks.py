@@ -353,14 +353,8 @@ class _AccessChecks(_InitChecks):
             f"%{names}offset = sub i64 %{names}address, %{names}base",
             f"%{names}size.at = getelementptr [{count} x i64], ptr {sizes}, i64 0, i64 {site.buffer}",
             f"%{names}size = load i64, ptr %{names}size.at, align 8",
-            f"%{names}end = add i64 %{names}offset, {access.bytes}",
-            f"%{names}low = icmp sge i64 %{names}offset, 0",
-            f"%{names}high = icmp ule i64 %{names}end, %{names}size",
-            f"%{names}ok = and i1 %{names}low, %{names}high",
         ]
-        values = [f"i64 %{names}offset", f"i64 %{names}size"]
-        report = [self.writers.call(site, checked.frame, values, checked.debug)]
-        checked.guard(lines, _ok(lines, names, access), report, names, result_type=_result_type(access))
+        self._guard_bounds(checked, site, names, lines, f"%{names}offset", f"%{names}size")
         return f"%{names}offset"
 
     def _shared_bounds(self, checked: CheckedAccess, site: Site, shared: SharedGlobal) -> None:
@@ -384,12 +378,22 @@ class _AccessChecks(_InitChecks):
             f"%{names}base = ptrtoint {pointer_type} {base} to i{bits}",
             f"{difference} = sub i{bits} %{names}address, %{names}base",
             *([f"{offset} = sext i{bits} {difference} to i64"] if bits < 64 else []),
+        ]
+        self._guard_bounds(checked, site, names, lines, offset, str(shared.bytes))
+
+    def _guard_bounds(
+        self, checked: CheckedAccess, site: Site, names: str, lines: list[str], offset: str, size: str
+    ) -> None:
+        """The access runs only where `0 <= offset && offset + bytes <= size` (i64 IR values after
+        `lines`), else the site's record is written with the offset and the size."""
+        access = checked.access
+        lines += [
             f"%{names}end = add i64 {offset}, {access.bytes}",
             f"%{names}low = icmp sge i64 {offset}, 0",
-            f"%{names}high = icmp ule i64 %{names}end, {shared.bytes}",
+            f"%{names}high = icmp ule i64 %{names}end, {size}",
             f"%{names}ok = and i1 %{names}low, %{names}high",
         ]
-        values = [f"i64 {offset}", f"i64 {shared.bytes}"]
+        values = [f"i64 {offset}", f"i64 {size}"]
         report = [self.writers.call(site, checked.frame, values, checked.debug)]
         checked.guard(lines, _ok(lines, names, access), report, names, result_type=_result_type(access))
 
