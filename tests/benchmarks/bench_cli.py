@@ -153,38 +153,22 @@ def build(directory: Path, device: str) -> list[str]:
     return [str(binary)]
 
 
+def run_command(device: str, invocations: int, *options: str) -> list[str]:
+    """`dprintf run` of the sample, as an installed `dprintf` runs (`python3 -m lowering.cli`)."""
+    command = [sys.executable, "-m", "lowering.cli", "run", str(SAMPLE), "--device", device]
+    return [*command, "--invocations", str(invocations), *options]
+
+
 def dprintf(device: str, invocations: int, *options: str) -> list[str]:
+    """`run_command` with a buffer that holds every line (no second launch)."""
     size = 16 + ENTRY_BYTES * invocations + 4096
-    return [
-        sys.executable,
-        "-m",
-        "lowering.cli",
-        "run",
-        str(SAMPLE),
-        "--device",
-        device,
-        "--invocations",
-        str(invocations),
-        "--buffer-size",
-        str(size),
-        *options,
-    ]
+    return run_command(device, invocations, "--buffer-size", str(size), *options)
 
 
 def startup(device: str, repeat: int) -> list[str]:
     """The command at 1 invocation against the floor (Python importing llvmlite.binding and numpy),
     `repeat` runs of each taken in turn, both run once before: medians, ratio, difference, target."""
-    command = [
-        sys.executable,
-        "-m",
-        "lowering.cli",
-        "run",
-        str(SAMPLE),
-        "--device",
-        device,
-        "--invocations",
-        "1",
-    ]
+    command = run_command(device, 1)
     floor = [sys.executable, "-c", "import llvmlite.binding, numpy"]
     timed(command, os.devnull)
     timed(floor, os.devnull)
