@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import re
+import signal
 import struct
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -286,3 +290,39 @@ def test_a_worker_that_finished_is_reaped_not_left_running(recwarn):
     exiting = list(worker._EXITING)
     worker._end_exiting()  # what the process does at exit
     assert all(process.returncode is not None for process in exiting) and not worker._EXITING
+
+
+_EXITING_BEHIND = (
+    "import subprocess, sys\n"
+    "from lowering.devices import worker\n"
+    "exiting = subprocess.Popen(  # as a worker, it holds none of the caller's output\n"
+    "    [sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+    "    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,\n"
+    ")\n"
+    "worker._leave_exiting(exiting)  # a worker whose job is done, still ending (a GPU context)\n"
+    "if sys.argv[1] == 'forsake':\n"
+    "    worker.forsake_exiting()  # what the dprintf command does as it ends\n"
+    "print(exiting.pid)\n"
+)
+
+
+@pytest.mark.parametrize("forsaken", [False, True])
+def test_the_command_leaves_workers_to_end_behind_it(forsaken):
+    """A process that calls `forsake_exiting` (the `dprintf` command, as it ends) exits without ending or
+    waiting for a worker still exiting; any other process ends it and reaps it at exit."""
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITING_BEHIND, "forsake" if forsaken else "keep"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    pid = int(done.stdout)
+    try:
+        os.kill(pid, 0)
+        left_running = True
+    except ProcessLookupError:
+        left_running = False
+    if left_running:
+        os.kill(pid, signal.SIGKILL)
+    assert left_running is forsaken

@@ -26,7 +26,7 @@ from ..devices.device import (
     WORKER_MODULES,
     BufferSize,
 )
-from ..devices.worker import prestart
+from ..devices.worker import forsake_exiting, prestart
 from ..features import FEATURES
 from ..features.feature import Command, Option
 from ..targets.target import TARGETS
@@ -343,7 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     command uses and which would make code generation start an interpreter instead of forking
     (`isolation`). OPENBLAS_NUM_THREADS=1, unless set otherwise, starts none.
 
-    With DPRINTF_TIMINGS=1, a table of where the command's time went follows on stderr (`timings`)."""
+    With DPRINTF_TIMINGS=1, a table of where the command's time went follows on stderr (`timings`).
+
+    Without `argv`, as the process's command (`dprintf`, `python -m lowering.cli`), the process ends
+    without waiting for the device workers that end behind it (`forsake_exiting`)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     started = timings.since_process_start() if timings.ENABLED else None
     if started is not None:
@@ -358,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run_main(lambda: command.run(args), stdout_closed)
     finally:
+        if argv is None:  # the process's own command, which ends next
+            forsake_exiting()
         if timings.ENABLED:
             sys.stderr.write(timings.table(timings.phases(), timings.since_process_start()))
 

@@ -204,6 +204,16 @@ def _end_exiting() -> None:
     _EXITING.clear()
 
 
+def forsake_exiting() -> None:
+    """For a process about to end (the `dprintf` command): do not wait at its exit for the workers still
+    exiting after their job (`_end_exiting`). Each dies with its parent (`become_helper`) and is reaped
+    by whoever adopts it; the job's results are all in already. A GPU's context takes about a tenth of
+    a second to end, which the command's user would otherwise wait for after the output is complete
+    (issue 35)."""
+    atexit.unregister(_end_exiting)
+    _EXITING.clear()
+
+
 class Worker:
     """A worker process started ahead of its job: the interpreter starts and imports while the harness
     lowers the module. It waits for its job on stdin; the shared file, empty until the job is known, is
