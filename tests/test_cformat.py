@@ -441,6 +441,27 @@ def test_render_text_replaces_exceptional_rows_in_place() -> None:
     assert render_columns(fmt, layout, columns) == expected
 
 
+def test_render_bytes_grows_past_its_estimate() -> None:
+    """The buffer, allocated at the length of the first rows, grows where later rows are longer (a huge
+    value the cells pass on), takes chunks with no matrix (`%c` of 0, a NUL), and holds the text
+    exactly, as UTF-8: chunks of 2 rows, the last one short."""
+    fmt = parse_format("%c%f é\n")
+    layout = parse_layout("i32,f64")
+    floats = numpy.array([1.0, 2.0, 3.0, 1e300, -0.5, numpy.nan, 7.0, 1e200, 8.0])
+    chars = numpy.array([65, 66, 67, 68, 0, 69, 0, 70, 71], dtype=numpy.uint32)
+    expected = "".join(format_values(fmt, rows_of([chars, floats], row)) for row in range(len(chars)))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(column_render, "CHUNK_ROWS", 2)
+        assert bytes(column_render.render_bytes(fmt, layout, [chars, floats])) == expected.encode()
+        assert render_text(fmt, layout, [chars, floats]) == expected
+
+
+def test_render_bytes_of_no_rows_is_empty() -> None:
+    fmt, layout = parse_format("x=%d y=%f\n"), parse_layout("i32,f32")
+    columns = [numpy.zeros(0, numpy.uint32), numpy.zeros(0, numpy.float32)]
+    assert bytes(column_render.render_bytes(fmt, layout, columns)) == b""
+
+
 def test_render_text_without_arguments_repeats_the_text() -> None:
     text = "done 100%% →\n"
     assert render_text(parse_format(text), (), [], rows=3) == snprintf(text) * 3

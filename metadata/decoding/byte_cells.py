@@ -119,9 +119,14 @@ def kept_blocks(matrix: numpy.ndarray) -> Iterator[bytes]:
     Blocks of KEPT_BLOCK_CELLS stay in the caches: `hello.ll`'s JSON entry (160 cells) takes 0.6x the
     time it takes in blocks of 2^20 cells, its text as long (2-core machine, 2^14 rows; copying the
     runs of cells kept alike in every row of a block, after checking that they are, took longer)."""
-    rows = max(1, KEPT_BLOCK_CELLS // max(1, matrix.shape[1]))
+    rows = block_rows(matrix)
     for start in range(0, len(matrix), rows):
         yield matrix[start : start + rows].tobytes().translate(None, _UNKEPT_BYTE)
+
+
+def block_rows(matrix: numpy.ndarray) -> int:
+    """The rows of each block of `kept_blocks`: KEPT_BLOCK_CELLS cells, at least one row."""
+    return max(1, KEPT_BLOCK_CELLS // max(1, matrix.shape[1]))
 
 
 def split_rows(matrix: numpy.ndarray) -> list[str]:
