@@ -1,7 +1,8 @@
 """Benchmark of rendering decoded printf columns to text, one format at a time, against C's snprintf.
 
 For each format and size, random columns (integers over their whole range, floats ~ N(0, 100)) are
-rendered by `render_bytes` (the UTF-8 bytes, what `output_chunks` renders for runs of one format), by
+rendered by `render_bytes` (the UTF-8 bytes of a whole group in one buffer; `output_chunks`, which the
+command writes, keeps the same matrices' bytes a piece at a time, see `bench_decode.py`), by
 `render_text` (the same as one str, the block), by `render_columns` joined (a string per row, then
 one join), and, as the baseline, by C's `snprintf` called through ctypes on a prefix of the same
 values (scaled), whose text the block must equal. Rates are lines per second of CPU time, best of
