@@ -725,8 +725,7 @@ def _gather(
     if uniform:
         found = catalog.formats[int(numbers[0])]
         back_to_back = _Rows(words, found.dwords, starts.size, starts)
-        entries = words[: starts.size * found.dwords].reshape(starts.size, -1)
-        back_to_back.matrix[:] = entries[:, ENTRY_HEADER_DWORDS:]
+        back_to_back.fill_strided()
         entry_groups = np.zeros(numbers.size, dtype=np.int32) if len(catalog.formats) > 1 else numbers
         return (_group(found, back_to_back),), entry_groups
     blocks = [
@@ -771,6 +770,7 @@ class _Rows:
 
     def __init__(self, words: np.ndarray, dwords: int, count: int, offsets: np.ndarray | None) -> None:
         arguments = dwords - ENTRY_HEADER_DWORDS
+        self._words, self._dwords = words, dwords
         self._windows = None
         if arguments:
             row = np.dtype((np.void, 4 * arguments))
@@ -782,6 +782,18 @@ class _Rows:
         self._given = offsets is not None
         self.offsets = offsets if offsets is not None else np.empty(count, dtype=np.int64)
         self.matrix = np.empty((count, arguments), dtype=DWORD)
+
+    def fill_strided(self) -> None:
+        """Copy the arguments of entries back to back from the first dword, each row as one item of its
+        size (twice as fast as copying a row's dwords as elements, for the GPU benchmark's entries)."""
+        count, width = self.matrix.shape
+        if width:
+            row = np.dtype((np.void, 4 * width))
+            entries = np.ndarray(
+                (count,), row, buffer=self._words, offset=4 * ENTRY_HEADER_DWORDS, strides=(4 * self._dwords,)
+            )
+            self.matrix.view(row).reshape(count)[:] = entries
+        self._filled = count
 
     def append(self, offsets: np.ndarray) -> None:
         """Copy the arguments of the entries at `offsets` after those already there."""
