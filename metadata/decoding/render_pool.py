@@ -86,8 +86,7 @@ class RenderPool:
         self.processes = processes
         self._directories: set[str] = set()
         self._calls = 0
-        self._columns: SharedFile | None = None  # the pool's file of columns (`columns_file`)
-        self._columns_free = True
+        self._columns = _ColumnsFiles()
         slots = WINDOW_PER_PROCESS * processes + 1  # pieces in flight, at most
         self._turns = _Turns(
             [context.Semaphore(0) for _ in range(slots)], context.RawArray("q", _Turns.FIELDS)
@@ -161,12 +160,10 @@ class RenderPool:
                     self._submit(_Writing(piece, encoding, sink, call, number), rendering=number > 0)
                 )
                 if len(window) >= WINDOW_PER_PROCESS * self.processes:
-                    count = _written(window.popleft())
-                    written += count
+                    written += (count := _written(window.popleft()))
                     yield count
             while window:
-                count = _written(window.popleft())
-                written += count
+                written += (count := _written(window.popleft()))
                 yield count
         finally:
             for future in window:
@@ -178,36 +175,17 @@ class RenderPool:
             elif sink.flags & os.O_APPEND:  # the workers' own descriptions moved the end, not this one
                 os.lseek(sink.descriptor, 0, os.SEEK_END)
 
-    @contextlib.contextmanager
-    def columns_file(self, suffix: str) -> Iterator[SharedFile]:
-        """A file in shared memory for what every worker reads, with a new version for each use: the
-        pool's own, kept mapped from one output to the next so that the pages it takes are neither freed
-        and taken again nor faulted in again here (a third of the caller's time a line, were they); it
-        keeps the size of the largest output's until the pool stops. A new one (`shared_file`) while the
-        pool's is in use, or after an output left unfinished (a worker may still read it)."""
-        self._calls += 1
-        if not self._columns_free:
-            with shared_file(suffix) as path, SharedFile(path, self._calls) as fresh:
-                yield fresh
-            return
-        if self._columns is None:
-            self._columns = SharedFile(_new_shared_file(suffix), 0)
-        self._columns_free = False
-        self._columns.version = self._calls
-        yield self._columns
-        self._columns_free = True  # not on an exception: the pieces given out may still be rendering
+    def columns_file(self, suffix: str) -> contextlib.AbstractContextManager[SharedFile]:
+        """A file in shared memory for what every worker reads, a new version for each use: the pool's,
+        kept mapped from one output to the next, its pages neither freed nor faulted in again here (a
+        third of the caller's time a line, were they), as large as the largest output's needed; a new
+        one while the pool's is in use or after an output left unfinished (a worker may still read it)."""
+        return self._columns.use(suffix)
 
     def close(self) -> None:
         """Stop the workers once the pieces they are rendering are done; the others are dropped."""
         self._executor.shutdown(wait=True, cancel_futures=True)
-        self._remove_columns()
-
-    def _remove_columns(self) -> None:
-        if self._columns is not None:
-            self._columns.close()
-            with contextlib.suppress(OSError):
-                os.unlink(self._columns.path)
-            self._columns = None
+        self._columns.remove()
 
     def stop(self) -> None:
         """Stop the workers now, whatever they are doing (killed, not waited for past a second each), and
@@ -228,7 +206,7 @@ class RenderPool:
             manager.join(1.0)
         for directory in self._directories:  # a worker killed while writing may have left a piece
             shutil.rmtree(directory, ignore_errors=True)
-        self._remove_columns()
+        self._columns.remove()
 
     def _submit(self, task: _Task | _Writing, rendering: bool) -> Future:
         """Give out `task`; RenderError when the pool is broken: a worker died while this call's pieces
@@ -553,6 +531,36 @@ class SharedFile:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+class _ColumnsFiles:
+    """A pool's file of columns (`RenderPool.columns_file`), and the versions it gives out."""
+
+    def __init__(self) -> None:
+        self.file: SharedFile | None = None
+        self.free = True
+        self.versions = 0
+
+    @contextlib.contextmanager
+    def use(self, suffix: str) -> Iterator[SharedFile]:
+        self.versions += 1
+        if not self.free:
+            with shared_file(suffix) as path, SharedFile(path, self.versions) as fresh:
+                yield fresh
+            return
+        if self.file is None:
+            self.file = SharedFile(_new_shared_file(suffix), 0)
+        self.free = False
+        self.file.version = self.versions
+        yield self.file
+        self.free = True  # not on an exception: the pieces given out may still be rendering
+
+    def remove(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.file.path)
+            self.file = None
 
 
 def _new_shared_file(suffix: str) -> str:
