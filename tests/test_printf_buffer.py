@@ -13,6 +13,7 @@ import pickle
 import signal
 import struct
 import tempfile
+import threading
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from metadata.cformat import format_values
 from metadata.decoding import printf_buffer, printf_walk, render_pool
 from metadata.decoding.buffer_builder import build_buffer, build_printf_buffer, printf_entry
-from metadata.decoding.printf_buffer import decode_printf_buffer
+from metadata.decoding.printf_buffer import PrintfDecoding, decode_printf_buffer
 from metadata.decoding.render_pool import RenderPool
 from metadata.errors import BufferDecodeError, DprintfError, RenderError
 from metadata.layout import FLOAT, VECTOR_WIDTHS, ArgType, parse_layout
@@ -896,11 +897,14 @@ def test_interleaved_formats_of_every_tier_give_the_bytes_c_writes():
         assert "".join(decoding.text_chunks(chunk)).encode(*printf_buffer.OUTPUT_ENCODING) == expected
 
 
-@pytest.mark.parametrize("sendfile", ["works", "refused"])
+@pytest.mark.parametrize("sendfile", ["unused", "works", "refused"])
 def test_write_output_writes_the_bytes_of_output_chunks_here_and_from_a_pool(monkeypatch, tmp_path, sendfile):
-    """To a file with a descriptor (a pool's pieces sent from their files, or copied where `sendfile`
-    is refused) and to one without: the bytes `output_chunks` gives, their count returned."""
+    """To a file with a descriptor (a pool's pieces written there by its workers; where they cannot
+    open it, sent from their files, or copied where `sendfile` is refused) and to one without: the
+    bytes `output_chunks` gives, their count returned, the file's position after them."""
     monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    if sendfile != "unused":
+        monkeypatch.setattr(render_pool.Sink, "of", classmethod(lambda cls, descriptor: None))
     calls = []
     send = os.sendfile
 
@@ -926,4 +930,106 @@ def test_write_output_writes_the_bytes_of_output_chunks_here_and_from_a_pool(mon
             memory = io.BytesIO()
             assert decoding.write_output(memory, 32, pool=given) == len(expected)
             assert memory.getvalue() == expected
-            assert bool(calls) == (given is not None)  # the pool's pieces, to the file with a descriptor
+            # the pool's pieces to the file with a descriptor, by its workers or sent
+            assert bool(calls) == (given is not None and sendfile != "unused")
+
+
+def _mixed_output(seed: int = 5, runs: int = 80) -> tuple[PrintfDecoding, bytes]:
+    data, lines = runs_buffer(seed, runs)
+    return decode_printf_buffer(data, FUZZ_TABLE), "".join(lines).encode(*printf_buffer.OUTPUT_ENCODING)
+
+
+def _read_pipe(reader: int, into: list[bytes]) -> None:
+    with open(reader, "rb") as stream:
+        into.append(stream.read())
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 32, None])
+@pytest.mark.parametrize("target", ["file", "appended", "pipe"])
+def test_a_pools_workers_write_the_output_in_order_to_files_and_pipes(monkeypatch, tmp_path, chunk, target):
+    """Mixed formats in pieces of any size (one entry; a size that splits runs; a whole buffer), written
+    by the workers themselves (no sendfile): at offsets in a regular file, one after another to a file
+    opened to append and to a pipe; what the file held before and after is kept."""
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 8)
+    monkeypatch.setattr(render_pool.os, "sendfile", None)  # any piece sent would fail
+    decoding, expected = _mixed_output()
+    with RenderPool(3) as pool:
+        if target == "pipe":
+            reader, writer = os.pipe()
+            read: list[bytes] = []
+            thread = threading.Thread(target=_read_pipe, args=(reader, read))
+            thread.start()
+            with open(writer, "wb") as stream:
+                stream.write(b"head\n")
+                assert decoding.write_output(stream, chunk, pool=pool) == len(expected)
+                stream.write(b"tail\n")
+            thread.join()
+            assert read == [b"head\n" + expected + b"tail\n"]
+            return
+        path = tmp_path / "output"
+        path.write_bytes(b"before\n")
+        with open(path, "ab" if target == "appended" else "r+b") as file:
+            file.seek(0, os.SEEK_END)
+            file.write(b"head\n")
+            assert decoding.write_output(file, chunk, pool=pool) == len(expected)
+            assert file.tell() == len(b"before\nhead\n") + len(expected)
+            file.write(b"tail\n")
+        assert path.read_bytes() == b"before\nhead\n" + expected + b"tail\n"
+
+
+def test_a_pool_writes_outputs_of_every_size_one_after_another_through_its_file_of_columns(
+    monkeypatch, tmp_path
+):
+    """The pool's file of columns is written again for each output, larger or smaller than the last."""
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    with RenderPool(2) as pool:
+        for seed, runs in ((5, 80), (6, 3), (7, 120), (8, 10)):
+            decoding, expected = _mixed_output(seed, runs)
+            path = tmp_path / f"output-{seed}"
+            with open(path, "wb") as file:
+                assert decoding.write_output(file, 16, pool=pool) == len(expected)
+            assert path.read_bytes() == expected
+            assert b"".join(decoding.output_chunks(16, pool=pool)) == expected
+        assert len(shared_files()) == 1
+    assert shared_files() == set()
+
+
+@FORK_OF_ONE_PYTHON_THREAD
+def test_a_worker_that_dies_while_writing_is_a_render_error_and_the_output_stops(monkeypatch, tmp_path):
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    encoded = printf_buffer._Piece.encoded
+
+    def dying_at_the_third(piece, columns, style, encoding):
+        if piece.entries is not None and piece.entries[0] == 32:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return encoded(piece, columns, style, encoding)
+
+    monkeypatch.setattr(printf_buffer._Piece, "encoded", dying_at_the_third)  # in the forked workers too
+    monkeypatch.setattr(printf_buffer, "TEXT_BLOCK_ENTRIES", 1 << 30)  # pieces of 16 entries, interleaved
+    decoding, expected = _mixed_output()
+    path = tmp_path / "output"
+    with RenderPool(2, "fork") as pool:
+        with open(path, "wb") as file, pytest.raises(RenderError, match="a rendering process died"):
+            decoding.write_output(file, 16, pool=pool)
+        with open(path, "ab") as file, pytest.raises(RenderError, match="the render pool cannot render"):
+            decoding.write_output(file, 16, pool=pool)
+    assert expected.startswith(path.read_bytes())
+    assert shared_files() == set()
+
+
+def test_a_write_that_fails_in_a_worker_is_its_os_error_here_and_the_pool_goes_on(monkeypatch, tmp_path):
+    """A pipe whose reader is gone: BrokenPipeError, as writing here gives; the workers that wait for
+    their turn give up, and the pool writes the next output whole."""
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    decoding, expected = _mixed_output()
+    with RenderPool(2) as pool:
+        reader, writer = os.pipe()
+        os.close(reader)
+        with open(writer, "wb") as stream, pytest.raises(BrokenPipeError) as raised:
+            decoding.write_output(stream, 16, pool=pool)
+        assert raised.value.errno == errno.EPIPE and raised.value.__cause__ is None
+        path = tmp_path / "output"
+        with open(path, "wb") as file:
+            assert decoding.write_output(file, 16, pool=pool) == len(expected)
+        assert path.read_bytes() == expected

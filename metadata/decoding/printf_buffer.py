@@ -37,11 +37,12 @@ from .printf_walk import PrintfFraming, uniform_entries
 from .record_walk import RecordWalk
 
 if TYPE_CHECKING:
-    from .render_pool import Encoding, PieceFile, RenderPool
+    from .render_pool import Encoding, PieceFile, RenderPool, SharedFile, Sink
 
 TEXT_CHUNK_ENTRIES = 1 << 16
 JSON_CHUNK_ENTRIES = 1 << 14  # an entry's JSON is about 5 times its text: pieces of about as many bytes
 PARALLEL_CHUNK_ENTRIES = 1 << 16  # a pool's pieces: smaller ones cost more an entry than they even out
+PIECES_PER_PROCESS = 8  # a pool's pieces are larger, up to 4 times, where each process still gets this many
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
 POOL_MIN_SECONDS = 0.1  # an output one process renders faster than this is rendered in the caller
 BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells' text no faster than the caller alone
@@ -189,8 +190,8 @@ class PrintfDecoding:
         with no string per entry; the entries between such runs a group at a time, then interleaved.
         The pieces are rendered by `pool` when given, or by a pool of `processes` started for this call
         (forked when this process has one thread, see `call_start_method`), when `_pool_pays`; else here.
-        They come in order either way: TEXT_CHUNK_ENTRIES entries each here, PARALLEL_CHUNK_ENTRIES in
-        a pool, unless `chunk_entries` says otherwise.
+        They come in order either way: TEXT_CHUNK_ENTRIES entries each here, PARALLEL_CHUNK_ENTRIES or
+        more in a pool (`_pool_chunk_entries`), unless `chunk_entries` says otherwise.
         """
         style = VERBOSE_TEXT if verbose else TEXT
         return self._rendered(style, TEXT_TRANSPORT, chunk_entries, processes, pool)
@@ -215,12 +216,14 @@ class PrintfDecoding:
         pool: RenderPool | None = None,
         verbose: bool = False,
     ) -> int:
-        """Write `output_chunks`' bytes to `file` (binary); the bytes written. A pool's pieces go from the
-        files its workers left them in to `file`'s descriptor, where it has one (`os.sendfile`): this
-        process copies none of the text, which would bound how much faster many processes render it."""
+        """Write `output_chunks`' bytes to `file` (binary); the bytes written. A pool's workers write its
+        pieces to `file`'s descriptor themselves where they can open it (`render_pool.Sink`), else its
+        pieces go from the files they left them in to the descriptor (`os.sendfile`): this process
+        copies none of the text, which would bound how much faster many processes render it."""
         style = VERBOSE_TEXT if verbose else TEXT
         return _write(
-            self._rendered(style, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=None), file
+            self._rendered(style, OUTPUT_ENCODING, chunk_entries, processes, pool, decoded=None, file=file),
+            file,
         )
 
     def json_chunks(
@@ -243,16 +246,19 @@ class PrintfDecoding:
         processes: int,
         pool: RenderPool | None,
         decoded: bool | None = True,
+        file: BinaryIO | None = None,
     ) -> Generator[Any, None, None]:
         """The pieces of `style` (TEXT, or a JSON terminator) as str (`decoded`) or `encoding`'s bytes,
         rendered here, by `pool`, or by a pool of `processes` started for this call (`_pool_pays`);
-        with `decoded` None, a pool's pieces as it gives them back (`RenderPool.rendered`)."""
+        with `decoded` None, a pool's pieces as it gives them back (`RenderPool.rendered`), or, given
+        the `file` they go to and where its workers can write it (`Sink`), written there by them: the
+        bytes of each piece written."""
         if pool is None and _pool_pays(self.groups, style, processes):
             from .render_pool import RenderPool, call_start_method
 
             call_pool = RenderPool(processes, call_start_method())
             try:
-                yield from self._rendered(style, encoding, chunk_entries, processes, call_pool, decoded)
+                yield from self._rendered(style, encoding, chunk_entries, processes, call_pool, decoded, file)
             finally:
                 call_pool.stop()  # the output is written (or abandoned): idle workers are not waited for
             return
@@ -263,14 +269,16 @@ class PrintfDecoding:
                 data = piece.encoded(columns, style, encoding)
                 yield data.decode(*encoding) if decoded else data
             return
-        from .render_pool import shared_file
-
-        with shared_file(".columns") as path:
-            columns.share(path, offsets=style not in _TEXT_STYLES, entry_groups=len(self.groups) > 1)
-            pieces = self._pieces(chunk_entries or PARALLEL_CHUNK_ENTRIES)
-            yield from _from_pool(
-                pool, (_SharedPiece(path, piece, style) for piece in pieces), encoding, decoded
+        with pool.columns_file(".columns") as file_of_columns:
+            columns.share(
+                file_of_columns, offsets=style not in _TEXT_STYLES, entry_groups=len(self.groups) > 1
             )
+            pieces = self._pieces(
+                chunk_entries or _pool_chunk_entries(self.entry_groups.size, pool.processes)
+            )
+            path, version = file_of_columns.path, file_of_columns.version
+            shared = (_SharedPiece(path, version, piece, style) for piece in pieces)
+            yield from _from_pool(pool, shared, encoding, decoded, file)
 
     def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:
         """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
@@ -315,17 +323,27 @@ def _chunks(
 
 
 def _from_pool(
-    pool: RenderPool, pieces: Iterator[_SharedPiece], encoding: Encoding, decoded: bool | None
+    pool: RenderPool,
+    pieces: Iterator[_SharedPiece],
+    encoding: Encoding,
+    decoded: bool | None,
+    file: BinaryIO | None,
 ) -> Iterator[Any]:
-    """A pool's pieces in order: as str (`decoded`), bytes, or as it gives them back (None)."""
+    """A pool's pieces in order: as str (`decoded`), bytes, or as it gives them back (None); or the
+    bytes of each, written by its workers to `file` where they can (`Sink`)."""
     if decoded is None:
-        yield from pool.rendered(pieces, encoding)
+        from .render_pool import Sink
+
+        sink = None if file is None else _sink(file, Sink)
+        yield from (
+            pool.rendered(pieces, encoding) if sink is None else pool.write_through(pieces, encoding, sink)
+        )
         return
     for data in pool.render(pieces, encoding):
         yield data.decode(*encoding) if decoded else data
 
 
-def _write(results: Generator[bytes | PieceFile, None, None], file: BinaryIO) -> int:
+def _write(results: Generator[bytes | PieceFile | int, None, None], file: BinaryIO) -> int:
     """Write rendered pieces to `file`, a pool's from their files to its descriptor where it has one;
     the bytes written. `results` is closed on the way out: an interrupted render stops its workers at
     once, not when collected."""
@@ -333,14 +351,27 @@ def _write(results: Generator[bytes | PieceFile, None, None], file: BinaryIO) ->
         return _write_all(results, file)
 
 
-def _write_all(results: Iterator[bytes | PieceFile], file: BinaryIO) -> int:
+def _sink(file: BinaryIO, sink: type[Sink]) -> Sink | None:
+    """`file`'s descriptor as a pool's workers write it (`Sink.of`), what `file` holds flushed first;
+    None where it has none."""
+    try:
+        descriptor = file.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return None
+    file.flush()
+    return sink.of(descriptor)
+
+
+def _write_all(results: Iterator[bytes | PieceFile | int], file: BinaryIO) -> int:
     try:
         descriptor: int | None = file.fileno()
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
         descriptor = None
     written = 0
     for result in results:
-        if isinstance(result, bytes):
+        if isinstance(result, int):  # written by a pool's workers
+            written += result
+        elif isinstance(result, bytes):
             written += file.write(result)
         elif descriptor is None:
             written += file.write(result.read())
@@ -379,6 +410,14 @@ def _pool_pays(groups: Sequence[FormatColumns], style: Style, processes: int, gi
         return False
     light = cells_only  # byte cells: little work for many bytes
     return given or (processes > 1 and (not light or processes >= BYTE_CELLS_MIN_PROCESSES))
+
+
+def _pool_chunk_entries(entries: int, processes: int) -> int:
+    """The entries of a pool's piece: PARALLEL_CHUNK_ENTRIES, or more (4 times at most) where each process
+    still renders PIECES_PER_PROCESS pieces, since every piece costs the caller the same (about 0.1 ms:
+    giving it out, waiting for it), which bounds how much faster many processes render."""
+    share = entries // (PIECES_PER_PROCESS * processes)
+    return min(max(PARALLEL_CHUNK_ENTRIES, share), 4 * PARALLEL_CHUNK_ENTRIES)
 
 
 def _row_range(_: FormatColumns, start: int, stop: int) -> tuple[int, int]:
@@ -425,11 +464,12 @@ class _Columns:
         invocations, *arguments = columns
         return _FormatRows(found, tuple(arguments), stop - start, invocations if verbose else None)
 
-    def share(self, path: str, *, offsets: bool, entry_groups: bool) -> None:
+    def share(self, file: SharedFile, *, offsets: bool, entry_groups: bool) -> None:
         """Write the arrays pieces read (the offsets and each entry's group only when asked) to the file
-        `path`, a piece at a time so that this process holds no second copy, then their index: the
-        formats and where each array lies (pickled), its offset and size in the last 16 bytes. A group's
-        columns that are views of one matrix (`_Rows`) are written as the matrix, with no gathering."""
+        `file`, mapped (no second copy here), then their index: the formats and where each array lies
+        (pickled), its offset and size in the first 16 bytes. A group's columns that are views of one
+        matrix (`_Rows`) are written as the matrix, with no gathering. A pool's file
+        (`RenderPool.columns_file`) is written again for each output, in the pages it already has."""
         blocks: list[tuple[np.ndarray, list[tuple[tuple[int, int], np.ndarray]]]] = []
         for number, group_columns in enumerate(self.columns):
             group_offsets = self.offsets[number]
@@ -445,26 +485,28 @@ class _Columns:
         if entry_groups and self.entry_groups is not None:
             blocks.append((self.entry_groups, [((-1, -1), self.entry_groups)]))
         places: dict[tuple[int, int], tuple[str, tuple[int, ...], int, tuple[int, ...] | None]] = {}
-        with open(path, "wb") as file:
-            for block, arrays in blocks:
-                file.write(bytes(-file.tell() % _SHARED_ALIGNMENT))
-                for key, array in arrays:
-                    within = _address(array) - _address(block)
-                    strides = None if array is block else array.strides
-                    places[key] = (array.dtype.str, array.shape, file.tell() + within, strides)
-                for start in range(0, len(block), _SHARE_ROWS):
-                    file.write(np.ascontiguousarray(block[start : start + _SHARE_ROWS]).data)
-            index = pickle.dumps((self.formats, [len(group) for group in self.columns], places))
-            where = file.tell()
-            file.write(index)
-            file.write(_SHARED_TRAILER.pack(where, len(index)))
+        starts, size = [], _SHARED_INDEX.size
+        for block, arrays in blocks:
+            size += -size % _SHARED_ALIGNMENT
+            starts.append(size)
+            for key, array in arrays:
+                within = _address(array) - _address(block)
+                strides = None if array is block else array.strides
+                places[key] = (array.dtype.str, array.shape, size + within, strides)
+            size += block.nbytes
+        index = pickle.dumps((self.formats, [len(group) for group in self.columns], places))
+        memory = file.map(size + len(index))
+        for (block, _), start in zip(blocks, starts, strict=True):
+            np.ndarray(block.shape, block.dtype, buffer=memory, offset=start)[...] = block
+        memory[size : size + len(index)] = index
+        _SHARED_INDEX.pack_into(memory, 0, size, len(index))
 
     @classmethod
     def load(cls, path: str) -> _Columns:
         """The arrays `share` wrote to `path`, as read-only views of the file mapped here."""
         with open(path, "rb") as file:
             memory = mmap.mmap(file.fileno(), 0, prot=mmap.PROT_READ)
-        where, size = _SHARED_TRAILER.unpack_from(memory, len(memory) - _SHARED_TRAILER.size)
+        where, size = _SHARED_INDEX.unpack_from(memory, 0)
         formats, widths, places = pickle.loads(memory[where : where + size])
 
         def view(key: tuple[int, int]) -> np.ndarray | None:
@@ -496,18 +538,20 @@ def _address(array: np.ndarray) -> int:
 
 
 _SHARED_ALIGNMENT = 64
-_SHARE_ROWS = 1 << 18
-_SHARED_TRAILER = struct.Struct("<QQ")
-_ATTACHED: dict[str, _Columns] = {}  # in a rendering process: the shared files it has mapped, newest last
+_SHARED_INDEX = struct.Struct("<QQ")
+_ATTACHED: dict[
+    tuple[str, int], _Columns
+] = {}  # in a rendering process: the shared files it mapped, newest last
 _ATTACHED_FILES = 2
 
 
-def _attached(path: str) -> _Columns:
-    """The columns of the shared file `path`, mapped once per rendering process (the oldest of more
-    than _ATTACHED_FILES unmapped: its decoding is done)."""
-    columns = _ATTACHED.get(path)
+def _attached(path: str, version: int) -> _Columns:
+    """The columns of `version` of the shared file `path` (a pool's is written again for every output),
+    mapped once per rendering process (the oldest of more than _ATTACHED_FILES unmapped: its decoding
+    is done)."""
+    columns = _ATTACHED.get((path, version))
     if columns is None:
-        columns = _ATTACHED[path] = _Columns.load(path)
+        columns = _ATTACHED[path, version] = _Columns.load(path)
         while len(_ATTACHED) > _ATTACHED_FILES:
             del _ATTACHED[next(iter(_ATTACHED))]
     return columns
@@ -601,11 +645,12 @@ class _SharedPiece:
     """A piece for a rendering process: the shared file of the columns, the piece and its style."""
 
     path: str
+    version: int
     piece: _Piece
     style: Style
 
     def encoded(self, encoding: Encoding) -> bytes:
-        return self.piece.encoded(_attached(self.path), self.style, encoding)
+        return self.piece.encoded(_attached(self.path, self.version), self.style, encoding)
 
 
 def _json_arguments(columns: _Columns, number: int, bounds: tuple[int, int]) -> tuple[np.ndarray, list]:
@@ -725,8 +770,7 @@ def _gather(
     if uniform:
         found = catalog.formats[int(numbers[0])]
         back_to_back = _Rows(words, found.dwords, starts.size, starts)
-        entries = words[: starts.size * found.dwords].reshape(starts.size, -1)
-        back_to_back.matrix[:] = entries[:, ENTRY_HEADER_DWORDS:]
+        back_to_back.fill_strided()
         entry_groups = np.zeros(numbers.size, dtype=np.int32) if len(catalog.formats) > 1 else numbers
         return (_group(found, back_to_back),), entry_groups
     blocks = [
@@ -771,6 +815,7 @@ class _Rows:
 
     def __init__(self, words: np.ndarray, dwords: int, count: int, offsets: np.ndarray | None) -> None:
         arguments = dwords - ENTRY_HEADER_DWORDS
+        self._words, self._dwords = words, dwords
         self._windows = None
         if arguments:
             row = np.dtype((np.void, 4 * arguments))
@@ -782,6 +827,18 @@ class _Rows:
         self._given = offsets is not None
         self.offsets = offsets if offsets is not None else np.empty(count, dtype=np.int64)
         self.matrix = np.empty((count, arguments), dtype=DWORD)
+
+    def fill_strided(self) -> None:
+        """Copy the arguments of entries back to back from the first dword, each row as one item of its
+        size (twice as fast as copying a row's dwords as elements, for the GPU benchmark's entries)."""
+        count, width = self.matrix.shape
+        if width:
+            row = np.dtype((np.void, 4 * width))
+            entries = np.ndarray(
+                (count,), row, buffer=self._words, offset=4 * ENTRY_HEADER_DWORDS, strides=(4 * self._dwords,)
+            )
+            self.matrix.view(row).reshape(count)[:] = entries
+        self._filled = count
 
     def append(self, offsets: np.ndarray) -> None:
         """Copy the arguments of the entries at `offsets` after those already there."""

@@ -25,6 +25,7 @@ from ..wire import (
 from .record_walk import RecordFields, RecordWalk
 
 _LOW_DWORD = 0xFFFFFFFF
+_HEADER = np.dtype("<u8")  # an entry header's two dwords, as the device writes them
 _KEY_SHIFT = ENTRY_SIZE_BITS  # the ID's low 16 bits, the high half of a header's low dword, key formats
 _KEY_BITS = 32 - ENTRY_SIZE_BITS
 _BLOCK_DWORDS = 1 << 18  # work on blocks that stay in the cache
@@ -53,13 +54,14 @@ def uniform_entries(
     wrong; else None (the walk decides)."""
     if end < ENTRY_HEADER_DWORDS:
         return None
-    low, high = int(words[0]), int(words[1])
-    size, index = split_entry_header(high << 32 | low)
+    header = int(words[1]) << 32 | int(words[0])
+    size, index = split_entry_header(header)
     found = catalog.lookup(index)
     if not isinstance(found, DecodableFormat) or found.dwords != size or end % size:
         return None
-    for stop in (min(end, _PROBE_ENTRIES * size), end):  # a buffer of several formats fails at once
-        if not ((words[0:stop:size] == low).all() and (words[1:stop:size] == high).all()):
+    headers = np.ndarray((end // size,), _HEADER, buffer=words, strides=(4 * size,))  # need not be aligned
+    for stop in (min(headers.size, _PROBE_ENTRIES), headers.size):  # several formats fail at once
+        if not (headers[:stop] == header).all():  # both dwords in one pass over the buffer
             return None
     numbers = np.full(end // size, found.number, dtype=_number_type(len(catalog.formats)))
     return np.arange(0, end, size, dtype=_position_type(end)), numbers

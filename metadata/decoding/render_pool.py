@@ -10,10 +10,13 @@ process forks the workers, the decoder already imported), and passes it to `Prin
 every task cost a second for 2^24 entries; so the decoder writes its columns once to a file in shared
 memory (`shared_file`), which every worker maps, and a piece names rows of it. Moving the text: a pipe
 costs the receiving process several copies of every byte, and that process is the one that writes the
-output; so each worker leaves its piece in a file of a private directory in shared memory, which the
-caller reads once, or sends to its output (`PrintfDecoding.write_output`) without copying it at all; a
-file is a slot that a later piece overwrites, its pages kept (a piece that cannot be written there,
-shared memory being full, comes back through the pipe).
+output; so where the output is a file the workers can open (`Sink`: a regular file, a pipe, a terminal,
+/dev/null), they write their pieces to it themselves, in order (`write_through`, for
+`PrintfDecoding.write_output`), and the caller moves no text at all; else each worker leaves its piece
+in a file of a private directory in shared memory, which the caller reads once, or sends to its output
+without copying it; a file is a slot that a later piece overwrites, its pages kept (a piece that cannot
+be written there, shared memory being full, comes back through the pipe). The shared file of columns
+is the pool's own too (`columns_file`), written again in the pages it has for every output.
 
 Ending: workers are helpers (`helper_process`): they die with their parent and leave SIGINT to it. A
 pool left by an exception (an interruption, a failed write) stops its workers at once rather than
@@ -26,10 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
+import mmap
 import multiprocessing
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -37,7 +43,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from types import TracebackType
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from ..errors import RenderError
 from .helper_process import become_helper, single_threaded
@@ -79,8 +85,16 @@ class RenderPool:
             context.set_forkserver_preload(PRELOADED_MODULES)
         self.processes = processes
         self._directories: set[str] = set()
+        self._calls = 0
+        self._columns = _ColumnsFiles()
+        slots = WINDOW_PER_PROCESS * processes + 1  # pieces in flight, at most
+        self._turns = _Turns(
+            [context.Semaphore(0) for _ in range(slots)], context.RawArray("q", _Turns.FIELDS)
+        )
         remove_orphans()
-        self._executor = ProcessPoolExecutor(processes, mp_context=context, initializer=become_helper)
+        self._executor = ProcessPoolExecutor(
+            processes, mp_context=context, initializer=_start_worker, initargs=(self._turns,)
+        )
         answers = [self._executor.submit(abs, number) for number in range(processes)]
         workers = list((getattr(self._executor, "_processes", None) or {}).values())
         try:
@@ -129,9 +143,49 @@ class RenderPool:
             if not os.path.exists(directory):
                 self._directories.discard(directory)
 
+    def write_through(self, pieces: Iterable[Piece], encoding: Encoding, sink: Sink) -> Iterator[int]:
+        """Render the pieces and have the workers write them to `sink` themselves, in order (`Sink`): the
+        bytes of each piece, once it is written. The caller moves no text: it gives out pieces (a window
+        of them, as `render` does) and waits. A worker's failed write is raised here as the OSError it
+        met, and no piece after it is written."""
+        self._calls += 1
+        call = self._calls
+        base = os.lseek(sink.descriptor, 0, os.SEEK_CUR) if sink.seekable else 0
+        window: deque[Future] = deque()
+        written = 0
+        try:
+            self._turns.begin(call, base)
+            for number, piece in enumerate(pieces):
+                window.append(
+                    self._submit(_Writing(piece, encoding, sink, call, number), rendering=number > 0)
+                )
+                if len(window) >= WINDOW_PER_PROCESS * self.processes:
+                    written += (count := _written(window.popleft()))
+                    yield count
+            while window:
+                written += (count := _written(window.popleft()))
+                yield count
+        finally:
+            for future in window:
+                future.cancel()
+            if window:
+                self._turns.abandon(call)  # workers waiting for a turn that will not come give up
+            if sink.seekable:
+                os.lseek(sink.descriptor, base + written, os.SEEK_SET)
+            elif sink.flags & os.O_APPEND:  # the workers' own descriptions moved the end, not this one
+                os.lseek(sink.descriptor, 0, os.SEEK_END)
+
+    def columns_file(self, suffix: str) -> contextlib.AbstractContextManager[SharedFile]:
+        """A file in shared memory for what every worker reads, a new version for each use: the pool's,
+        kept mapped from one output to the next, its pages neither freed nor faulted in again here (a
+        third of the caller's time a line, were they), as large as the largest output's needed; a new
+        one while the pool's is in use or after an output left unfinished (a worker may still read it)."""
+        return self._columns.use(suffix)
+
     def close(self) -> None:
         """Stop the workers once the pieces they are rendering are done; the others are dropped."""
         self._executor.shutdown(wait=True, cancel_futures=True)
+        self._columns.remove()
 
     def stop(self) -> None:
         """Stop the workers now, whatever they are doing (killed, not waited for past a second each), and
@@ -152,12 +206,15 @@ class RenderPool:
             manager.join(1.0)
         for directory in self._directories:  # a worker killed while writing may have left a piece
             shutil.rmtree(directory, ignore_errors=True)
+        self._columns.remove()
 
-    def _submit(self, task: _Task, rendering: bool) -> Future:
+    def _submit(self, task: _Task | _Writing, rendering: bool) -> Future:
         """Give out `task`; RenderError when the pool is broken: a worker died while this call's pieces
         were `rendering` (however soon it broke, the same error as waiting for a piece gives), or before."""
         try:
-            return self._executor.submit(_render_to_file, task)
+            if isinstance(task, _Task):
+                return self._executor.submit(_render_to_file, task)
+            return self._executor.submit(_write_piece, task)
         except BrokenProcessPool as failure:
             raise RenderError(DIED if rendering else f"the render pool cannot render: {failure}") from None
 
@@ -196,6 +253,140 @@ class _Task:
     piece: Piece
     encoding: Encoding
     path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sink:
+    """An output file that the workers write to themselves: the caller's `descriptor`, which a worker
+    opens anew by its /proc path (`path`). A `seekable` one (a regular file, not appending) is written
+    in parallel, each piece at its offset once the lengths of those before it are known; any other
+    (a pipe, a terminal, /dev/null, a file opened to append) a piece after another, in order."""
+
+    descriptor: int
+    path: str
+    flags: int
+    seekable: bool
+
+    @classmethod
+    def of(cls, descriptor: int) -> Sink | None:
+        """The sink of `descriptor`, or None where a worker could not open it (a socket, no /proc, a
+        file that its mode no longer lets this process open for writing)."""
+        path = f"/proc/{os.getpid()}/fd/{descriptor}"
+        try:
+            mode = os.fstat(descriptor).st_mode
+            appending = bool(fcntl.fcntl(descriptor, fcntl.F_GETFL) & os.O_APPEND)
+            if stat.S_ISSOCK(mode):
+                return None
+            flags = os.O_WRONLY | os.O_NOCTTY | (os.O_APPEND if appending else 0)
+            os.close(os.open(path, flags))
+        except OSError:
+            return None
+        return cls(descriptor, path, flags, stat.S_ISREG(mode) and not appending)
+
+
+class _Turns:
+    """The order in which workers write a call's pieces (`RenderPool.write_through`), in memory shared
+    by the pool's processes: the call, the piece whose turn it is, the offset it is written at, and the
+    call whose writing failed or was abandoned (its workers give up waiting). Only the worker whose turn
+    it is changes the turn and offset, so no lock is taken; a worker waits on its piece's semaphore,
+    which the one before releases, and looks again every WAIT_SECONDS. A semaphore's release waits for
+    nobody (a lock or a condition's notification would wait for ever on a worker killed holding it)."""
+
+    CALL, TURN, OFFSET, FAILED = range(4)
+    FIELDS = 4
+    WAIT_SECONDS = 0.05
+
+    def __init__(self, semaphores: list[Any], state: Any) -> None:
+        self.semaphores = semaphores
+        self.state = state
+
+    def begin(self, call: int, offset: int) -> None:
+        """`call` writes from piece 0 at `offset` (a piece of an earlier call still waiting gives up)."""
+        self.state[self.TURN], self.state[self.OFFSET] = 0, offset
+        self.state[self.CALL] = call
+
+    def abandon(self, call: int) -> None:
+        """Tell `call`'s workers to give up, waking those that wait."""
+        self.state[self.FAILED] = call
+        for semaphore in self.semaphores:
+            semaphore.release()
+
+    def take(self, call: int, number: int, size: int, seekable: bool) -> int | None:
+        """Wait for piece `number`'s turn; its offset (a seekable sink's turn passes on at once, its
+        pieces written in parallel), or None when the call failed or is over (another began)."""
+        state, semaphore = self.state, self.semaphores[number % len(self.semaphores)]
+        while state[self.TURN] != number or state[self.CALL] != call:
+            if state[self.CALL] != call or state[self.FAILED] == call:
+                return None
+            semaphore.acquire(timeout=self.WAIT_SECONDS)
+        if state[self.FAILED] == call:
+            return None
+        offset = state[self.OFFSET]
+        if seekable:
+            self.passed(number, size)
+        return offset
+
+    def passed(self, number: int, size: int) -> None:
+        """Piece `number`, of `size` bytes, passes the turn on."""
+        self.state[self.OFFSET] += size
+        self.state[self.TURN] = number + 1
+        self.semaphores[(number + 1) % len(self.semaphores)].release()
+
+
+_TURNS: _Turns | None = None  # in a worker: its pool's
+
+
+def _start_worker(turns: _Turns) -> None:
+    global _TURNS
+    become_helper()
+    _TURNS = turns
+
+
+@dataclass(frozen=True, slots=True)
+class _Writing:
+    piece: Piece
+    encoding: Encoding
+    sink: Sink
+    call: int
+    number: int
+
+
+def _write_piece(task: _Writing) -> int:
+    """Render a piece and write it to the sink in its turn; the bytes written (0 once the call failed).
+    A failed write is raised, the call marked failed first so that no later piece waits for ever."""
+    data = task.piece.encoded(task.encoding)
+    turns, sink = _TURNS, task.sink
+    assert turns is not None  # set as the worker starts
+    offset = turns.take(task.call, task.number, len(data), sink.seekable)
+    if offset is None:
+        return 0
+    try:
+        descriptor = os.open(sink.path, sink.flags)
+        try:
+            view, written = memoryview(data), 0
+            while written < len(data):
+                if sink.seekable:
+                    written += os.pwrite(descriptor, view[written:], offset + written)
+                else:
+                    written += os.write(descriptor, view[written:])
+        finally:
+            os.close(descriptor)
+    except OSError:
+        turns.abandon(task.call)
+        raise
+    if not sink.seekable:
+        turns.passed(task.number, len(data))
+    return len(data)
+
+
+def _written(future: Future) -> int:
+    """The bytes a worker wrote; the OSError it met, as its own (the traceback of its process left)."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise RenderError(DIED) from None
+    except OSError as failure:
+        raise type(failure)(failure.errno, failure.strerror) from None
 
 
 def _render_to_file(task: _Task) -> str | bytes:
@@ -299,15 +490,86 @@ def remove_orphans() -> None:
 def shared_file(suffix: str) -> Iterator[str]:
     """The path of a new file in shared memory, for what every worker reads (the rows of the pieces it
     renders), removed on leaving; named after this process, as the directories of pieces are."""
-    handle, path = tempfile.mkstemp(
-        prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", suffix=suffix, dir=_shared_directory()
-    )
-    os.close(handle)
+    path = _new_shared_file(suffix)
     try:
         yield path
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
+
+
+class SharedFile:
+    """A file in shared memory that the caller writes through a mapping (`map`) and workers read, in its
+    `version` (a worker maps each version once)."""
+
+    def __init__(self, path: str, version: int) -> None:
+        self.path = path
+        self.version = version
+        self._memory: mmap.mmap | None = None
+
+    def map(self, size: int) -> mmap.mmap:
+        """The file mapped here, `size` bytes long at least (it is lengthened, never shortened, so that
+        its pages stay; the same mapping while it is long enough)."""
+        if self._memory is None or len(self._memory) < size:
+            self.close()
+            descriptor = os.open(self.path, os.O_RDWR)
+            try:
+                os.ftruncate(descriptor, size)
+                self._memory = mmap.mmap(descriptor, size)
+            finally:
+                os.close(descriptor)
+        return self._memory
+
+    def close(self) -> None:
+        """Unmap the file."""
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
+
+    def __enter__(self) -> SharedFile:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class _ColumnsFiles:
+    """A pool's file of columns (`RenderPool.columns_file`), and the versions it gives out."""
+
+    def __init__(self) -> None:
+        self.file: SharedFile | None = None
+        self.free = True
+        self.versions = 0
+
+    @contextlib.contextmanager
+    def use(self, suffix: str) -> Iterator[SharedFile]:
+        self.versions += 1
+        if not self.free:
+            with shared_file(suffix) as path, SharedFile(path, self.versions) as fresh:
+                yield fresh
+            return
+        if self.file is None:
+            self.file = SharedFile(_new_shared_file(suffix), 0)
+        self.free = False
+        self.file.version = self.versions
+        yield self.file
+        self.free = True  # not on an exception: the pieces given out may still be rendering
+
+    def remove(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.file.path)
+            self.file = None
+
+
+def _new_shared_file(suffix: str) -> str:
+    """A new empty file in shared memory, named after this process (`remove_orphans`)."""
+    handle, path = tempfile.mkstemp(
+        prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-", suffix=suffix, dir=_shared_directory()
+    )
+    os.close(handle)
+    return path
 
 
 def _running(pid: int) -> bool:

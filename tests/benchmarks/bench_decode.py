@@ -148,7 +148,8 @@ def end_to_end(data: bytes, table: FormatTable, entries: int, processes: int, re
         print(
             f"buffer to /dev/null, a pool of {processes} ({os.cpu_count()} CPUs), {name}: best "
             f"{seconds:.3f} s of {repeat}: {entries / seconds / 1e6:.2f} M lines/s, {one / seconds:.2f}x one "
-            f"process; this process {cpu:.3f} s CPU, at most {one_cpu / cpu:.1f}x however many render",
+            f"process; this process {cpu:.3f} s CPU ({cpu / entries * 1e9:.1f} ns a line), at most "
+            f"{one_cpu / cpu:.1f}x however many render",
             flush=True,
         )
 
