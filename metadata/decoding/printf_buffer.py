@@ -45,7 +45,7 @@ PARALLEL_CHUNK_ENTRIES = 1 << 16  # a pool's pieces: smaller ones cost more an e
 PIECES_PER_PROCESS = 8  # a pool's pieces are larger, up to 4 times, where each process still gets this many
 TEXT_BLOCK_ENTRIES = 1 << 10  # a run of this many entries of one format or more is rendered as a block
 POOL_MIN_SECONDS = 0.1  # an output one process renders faster than this is rendered in the caller
-BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool renders byte cells' text no faster than the caller alone
+BYTE_CELLS_MIN_PROCESSES = 3  # with fewer, a pool started for the call renders byte cells no faster than here
 JSON_COST = 3.0  # an entry's JSON costs about this many times its text to render (measured, byte cells)
 OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above are lone surrogates in text
 TEXT_TRANSPORT = ("utf-8", "surrogatepass")  # any text, there and back, from a rendering process
@@ -395,9 +395,9 @@ def _pool_pays(groups: Sequence[FormatColumns], style: Style, processes: int, gi
     """Whether rendering `groups` in `processes` processes beats rendering here, by what one process would
     take (RENDER_SECONDS per entry of each tier, JSON_COST times that for JSON; `bench_pool.py`): at
     least POOL_MIN_SECONDS, and for text or JSON all in byte cells only with BYTE_CELLS_MIN_PROCESSES
-    processes or more, since fewer render it no faster than the caller alone, which reads and writes
-    what they render (JSON: 1.18 s in the caller against 1.49 s with 2 processes, 2^22 entries of
-    samples/hello.ll on 2 cores, medians of 5). A pool a driver gives is used for any output that takes
+    processes or more, since fewer started for the call render it no faster than the caller alone
+    (`dprintf run samples/hello.ll` at 2^22 entries on 2 cores, in turn: text 0.46 s here against 0.48 s
+    with 2 processes, JSON 0.67 s against 1.09 s). A pool a driver gives is used for any output that takes
     the time; one for this call is started only when every condition holds."""
     seconds = 0.0
     cells_only = True
