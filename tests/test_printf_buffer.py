@@ -995,6 +995,34 @@ def test_a_pool_writes_outputs_of_every_size_one_after_another_through_its_file_
     assert shared_files() == set()
 
 
+def test_shared_memory_too_full_for_the_columns_renders_here_and_loses_nothing(monkeypatch, tmp_path):
+    """Where shared memory cannot hold a pool's columns (its pages are allocated before they are written
+    through a mapping, which would end the process with SIGBUS), the output is rendered in the caller,
+    whole; the pool's file holds no pages, and the next output that fits goes through the pool again."""
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    allocate = os.posix_fallocate
+    full = [True]
+
+    def allocated(descriptor, offset, size):
+        if full[0]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        allocate(descriptor, offset, size)
+
+    monkeypatch.setattr(render_pool.os, "posix_fallocate", allocated)
+    with RenderPool(2) as pool:
+        for still_full in (True, False):
+            full[0] = still_full
+            decoding, expected = _mixed_output()
+            path = tmp_path / f"output-{still_full}"
+            with open(path, "wb") as file:
+                assert decoding.write_output(file, 16, pool=pool) == len(expected)
+            assert path.read_bytes() == expected
+            assert b"".join(decoding.output_chunks(16, pool=pool)) == expected
+            (columns,) = shared_files()
+            directory = render_pool._shared_directory() or tempfile.gettempdir()
+            assert (os.path.getsize(os.path.join(directory, columns)) == 0) is still_full
+
+
 @FORK_OF_ONE_PYTHON_THREAD
 def test_a_worker_that_dies_while_writing_is_a_render_error_and_the_output_stops(monkeypatch, tmp_path):
     monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)

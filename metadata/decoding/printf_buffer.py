@@ -12,6 +12,7 @@ that did not fit are counted in `dropped_dwords`, everything else becomes an `Is
 
 from __future__ import annotations
 
+import errno
 import mmap
 import operator
 import pickle
@@ -51,6 +52,7 @@ OUTPUT_ENCODING = ("utf-8", "surrogateescape")  # `%c` bytes of 0x80 and above a
 TEXT_TRANSPORT = ("utf-8", "surrogatepass")  # any text, there and back, from a rendering process
 JSON_ENCODING = ("ascii", "strict")  # JSON as `json.dumps` writes it escapes every other character
 _BLOCK_ENTRIES = 1 << 16
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)  # shared memory full: a pool's columns do not fit it
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,21 +266,33 @@ class PrintfDecoding:
             return
         columns = _Columns.of(self)
         if pool is None or not _pool_pays(self.groups, style, pool.processes, given=True):
-            here = TEXT_CHUNK_ENTRIES if style in _TEXT_STYLES else JSON_CHUNK_ENTRIES
-            for piece in self._pieces(chunk_entries or here):
-                data = piece.encoded(columns, style, encoding)
-                yield data.decode(*encoding) if decoded else data
+            yield from self._rendered_here(columns, style, encoding, chunk_entries, decoded)
             return
         with pool.columns_file(".columns") as file_of_columns:
-            columns.share(
-                file_of_columns, offsets=style not in _TEXT_STYLES, entry_groups=len(self.groups) > 1
-            )
-            pieces = self._pieces(
-                chunk_entries or _pool_chunk_entries(self.entry_groups.size, pool.processes)
-            )
-            path, version = file_of_columns.path, file_of_columns.version
-            shared = (_SharedPiece(path, version, piece, style) for piece in pieces)
-            yield from _from_pool(pool, shared, encoding, decoded, file)
+            shared = _shared(columns, file_of_columns, style, len(self.groups) > 1)
+            if shared:
+                pieces = self._pieces(
+                    chunk_entries or _pool_chunk_entries(self.entry_groups.size, pool.processes)
+                )
+                path, version = file_of_columns.path, file_of_columns.version
+                given = (_SharedPiece(path, version, piece, style) for piece in pieces)
+                yield from _from_pool(pool, given, encoding, decoded, file)
+        if not shared:
+            yield from self._rendered_here(columns, style, encoding, chunk_entries, decoded)
+
+    def _rendered_here(
+        self,
+        columns: _Columns,
+        style: Style,
+        encoding: Encoding,
+        chunk_entries: int | None,
+        decoded: bool | None,
+    ) -> Generator[Any, None, None]:
+        """`_rendered`'s pieces rendered in this process."""
+        here = TEXT_CHUNK_ENTRIES if style in _TEXT_STYLES else JSON_CHUNK_ENTRIES
+        for piece in self._pieces(chunk_entries or here):
+            data = piece.encoded(columns, style, encoding)
+            yield data.decode(*encoding) if decoded else data
 
     def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:
         """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
@@ -410,6 +424,19 @@ def _pool_pays(groups: Sequence[FormatColumns], style: Style, processes: int, gi
         return False
     light = cells_only  # byte cells: little work for many bytes
     return given or (processes > 1 and (not light or processes >= BYTE_CELLS_MIN_PROCESSES))
+
+
+def _shared(columns: _Columns, file: SharedFile, style: Style, interleaved: bool) -> bool:
+    """Write `columns` to a pool's `file` (the offsets for JSON, the entries' groups where groups
+    interleave); False where shared memory cannot hold them (the pieces are then rendered here: nothing
+    is lost, and nothing to say)."""
+    try:
+        columns.share(file, offsets=style not in _TEXT_STYLES, entry_groups=interleaved)
+    except OSError as failure:
+        if failure.errno in _NO_SPACE:
+            return False
+        raise
+    return True
 
 
 def _pool_chunk_entries(entries: int, processes: int) -> int:

@@ -529,12 +529,19 @@ class SharedFile:
 
     def map(self, size: int) -> mmap.mmap:
         """The file mapped here, `size` bytes long at least (it is lengthened, never shortened, so that
-        its pages stay; the same mapping while it is long enough)."""
+        its pages stay; the same mapping while it is long enough). Its pages are allocated first: a
+        write through a mapping past what shared memory holds would end the process (SIGBUS); here it
+        is an OSError (ENOSPC), the file emptied."""
         if self._memory is None or len(self._memory) < size:
             self.close()
             descriptor = os.open(self.path, os.O_RDWR)
             try:
                 os.ftruncate(descriptor, size)
+                try:
+                    os.posix_fallocate(descriptor, 0, size)
+                except OSError:
+                    os.ftruncate(descriptor, 0)
+                    raise
                 self._memory = mmap.mmap(descriptor, size)
             finally:
                 os.close(descriptor)
