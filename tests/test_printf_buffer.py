@@ -995,6 +995,21 @@ def test_a_pool_writes_outputs_of_every_size_one_after_another_through_its_file_
     assert shared_files() == set()
 
 
+def test_a_file_opened_to_read_is_not_written_by_a_pools_workers(monkeypatch, tmp_path):
+    """The workers open the caller's descriptor anew by its /proc path, which would let them write a
+    file the caller holds only to read: such a descriptor is written by the caller or not at all (the
+    error the write meets), the file unchanged."""
+    monkeypatch.setattr(printf_buffer, "POOL_MIN_SECONDS", 0)
+    decoding, _ = _mixed_output()
+    path = tmp_path / "read-only"
+    path.write_bytes(b"kept\n")
+    with RenderPool(2) as pool, open(path, "rb") as file:
+        with pytest.raises(OSError) as raised:
+            decoding.write_output(file, 16, pool=pool)  # type: ignore[arg-type]
+    assert raised.value.errno == errno.EBADF
+    assert path.read_bytes() == b"kept\n"
+
+
 def test_shared_memory_too_full_for_the_columns_renders_here_and_loses_nothing(monkeypatch, tmp_path):
     """Where shared memory cannot hold a pool's columns (its pages are allocated before they are written
     through a mapping, which would end the process with SIGBUS), the output is rendered in the caller,

@@ -271,13 +271,15 @@ class Sink:
     @classmethod
     def of(cls, descriptor: int) -> Sink | None:
         """The sink of `descriptor`, or None where a worker could not open it (a socket, no /proc, a
-        file that its mode no longer lets this process open for writing)."""
+        file that its mode no longer lets this process open for writing) or must not (a descriptor
+        opened only to read)."""
         path = f"/proc/{os.getpid()}/fd/{descriptor}"
         try:
             mode = os.fstat(descriptor).st_mode
-            appending = bool(fcntl.fcntl(descriptor, fcntl.F_GETFL) & os.O_APPEND)
-            if stat.S_ISSOCK(mode):
-                return None
+            status = fcntl.fcntl(descriptor, fcntl.F_GETFL)
+            appending = bool(status & os.O_APPEND)
+            if stat.S_ISSOCK(mode) or status & os.O_ACCMODE == os.O_RDONLY:
+                return None  # a descriptor this process may not write is not written by its workers either
             flags = os.O_WRONLY | os.O_NOCTTY | (os.O_APPEND if appending else 0)
             os.close(os.open(path, flags))
         except OSError:
