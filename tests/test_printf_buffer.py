@@ -1076,3 +1076,28 @@ def test_a_write_that_fails_in_a_worker_is_its_os_error_here_and_the_pool_goes_o
         with open(path, "wb") as file:
             assert decoding.write_output(file, 16, pool=pool) == len(expected)
         assert path.read_bytes() == expected
+
+
+@pytest.mark.parametrize("given", ["bytes", "read-only array", "bytearray", "array"])
+def test_entries_of_one_format_are_read_in_place_only_from_a_buffer_that_cannot_change(given):
+    """A buffer of one format's entries: read in place when it cannot change (bytes, a read-only array),
+    with no copy of it; copied when writable, so that its owner reusing it (a driver's staging buffer
+    for the next frame) changes nothing already decoded. The text is the same either way."""
+    entry = FormatEntry.for_call("pos %f hash %016llx id %u\n", parse_layout("f32,i64,i32"))
+    calls = [(entry, [0.5 * n, 0x0123_4567_89AB_CDEF + n, n]) for n in range(100)]
+    built = build_printf_buffer(calls)
+    expected = "".join(f"pos {0.5 * n:f} hash {0x0123_4567_89AB_CDEF + n:016x} id {n}\n" for n in range(100))
+    data = {
+        "bytes": bytes(built),
+        "read-only array": np.frombuffer(bytes(built), dtype=np.uint8),
+        "bytearray": built,
+        "array": np.frombuffer(built, dtype=np.uint8).copy(),
+    }[given]
+    decoding = decode_printf_buffer(data, FormatTable([entry]))
+    (group,) = decoding.groups
+    memory = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
+    in_place = all(np.shares_memory(column, memory) for column in group.columns)
+    assert in_place is (given in ("bytes", "read-only array"))
+    if not in_place:
+        memory[HEADER_BYTES:] = 0  # the owner reuses its buffer
+    assert decoding.text() == expected

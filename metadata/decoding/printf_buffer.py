@@ -796,10 +796,8 @@ def _gather(
     """
     if uniform:
         found = catalog.formats[int(numbers[0])]
-        back_to_back = _Rows(words, found.dwords, starts.size, starts)
-        back_to_back.fill_strided()
         entry_groups = np.zeros(numbers.size, dtype=np.int32) if len(catalog.formats) > 1 else numbers
-        return (_group(found, back_to_back),), entry_groups
+        return (_back_to_back(words, found, starts),), entry_groups
     blocks = [
         (start, np.bincount(numbers[start : start + _BLOCK_ENTRIES], minlength=len(catalog.formats)))
         for start in range(0, numbers.size, _BLOCK_ENTRIES)
@@ -822,17 +820,38 @@ def _gather(
         renumber = np.zeros(len(catalog.formats), dtype=np.int32)
         renumber[present] = np.arange(len(present), dtype=np.int32)
         entry_groups = renumber[numbers]
-    groups = tuple(_group(catalog.formats[number], rows[number]) for number in present)
+    groups = tuple(
+        _group(catalog.formats[number], rows[number].matrix, rows[number].offsets) for number in present
+    )
     return groups, entry_groups
 
 
-def _group(found: DecodableFormat, rows: _Rows) -> FormatColumns:
-    """A format's entries as columns: the payload's, the invocation ID's apart for a format with a site."""
-    columns = argument_columns(found.payload_layout, rows.matrix, first=0)
+def _back_to_back(words: np.ndarray, found: DecodableFormat, starts: np.ndarray) -> FormatColumns:
+    """The group of entries of one format back to back from the first dword. Read in place, as views of
+    the buffer, where it cannot change (bytes, a read-only array or view: the decoding keeps it); else
+    their arguments copied, since a writable buffer's owner may reuse it while the decoding lives (each
+    row as one item of its size: twice as fast as a row's dwords as elements, for the GPU benchmark's)."""
+    count, dwords = starts.size, found.dwords
+    entries = words[: count * dwords].reshape(count, dwords)
+    if not words.flags.writeable:
+        return _group(found, entries, starts, first=ENTRY_HEADER_DWORDS)
+    arguments = np.empty((count, dwords - ENTRY_HEADER_DWORDS), dtype=DWORD)
+    if arguments.shape[1]:
+        row = np.dtype((np.void, arguments.itemsize * arguments.shape[1]))
+        arguments.view(row).reshape(count)[:] = np.ndarray(
+            (count,), row, buffer=entries, offset=4 * ENTRY_HEADER_DWORDS, strides=(4 * dwords,)
+        )
+    return _group(found, arguments, starts)
+
+
+def _group(found: DecodableFormat, matrix: np.ndarray, offsets: np.ndarray, first: int = 0) -> FormatColumns:
+    """A format's entries as columns of `matrix` (their rows, from dword `first`): the payload's, the
+    invocation ID's apart for a format with a site."""
+    columns = argument_columns(found.payload_layout, matrix, first=first)
     columns = columns[: len(columns) - len(found.unprinted)]
     if found.entry.site is None:
-        return FormatColumns(found, rows.offsets, columns)
-    return FormatColumns(found, rows.offsets, columns[1:], columns[0])
+        return FormatColumns(found, offsets, columns)
+    return FormatColumns(found, offsets, columns[1:], columns[0])
 
 
 class _Rows:
@@ -854,18 +873,6 @@ class _Rows:
         self._given = offsets is not None
         self.offsets = offsets if offsets is not None else np.empty(count, dtype=np.int64)
         self.matrix = np.empty((count, arguments), dtype=DWORD)
-
-    def fill_strided(self) -> None:
-        """Copy the arguments of entries back to back from the first dword, each row as one item of its
-        size (twice as fast as copying a row's dwords as elements, for the GPU benchmark's entries)."""
-        count, width = self.matrix.shape
-        if width:
-            row = np.dtype((np.void, 4 * width))
-            entries = np.ndarray(
-                (count,), row, buffer=self._words, offset=4 * ENTRY_HEADER_DWORDS, strides=(4 * self._dwords,)
-            )
-            self.matrix.view(row).reshape(count)[:] = entries
-        self._filled = count
 
     def append(self, offsets: np.ndarray) -> None:
         """Copy the arguments of the entries at `offsets` after those already there."""

@@ -388,9 +388,12 @@ class Buffer:
         return low | high << 32
 
     def download(self) -> np.ndarray:
-        """The header and the written dwords, as the driver would copy them back."""
+        """The header and the written dwords, as the driver would copy them back: a fresh array, made
+        read-only, as a driver hands over a buffer it will not reuse (the decoder reads it in place)."""
         used = min(self.offset(), self.dwords)
-        return self.array[: HEADER_BYTES // 4 + used].get()
+        data = self.array[: HEADER_BYTES // 4 + used].get()
+        data.flags.writeable = False
+        return data
 
 
 def elapsed_ms(
