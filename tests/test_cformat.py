@@ -405,9 +405,10 @@ def typical_column(data: st.DataObject, arg: ArgType, rows: int) -> numpy.ndarra
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.data(), cell_formats(), st.sampled_from([3, 1 << 14]))
-def test_render_text_equals_joined_rows(data: st.DataObject, text: str, chunk: int) -> None:
-    """As one block, the rows the cells pass on put in their place, across chunk boundaries."""
+@given(st.data(), cell_formats(), st.sampled_from([3, 1 << 14]), st.sampled_from([1, 100, 1 << 19]))
+def test_render_text_equals_joined_rows(data: st.DataObject, text: str, chunk: int, block: int) -> None:
+    """As one block, the rows the cells pass on put in their place, across chunk boundaries and the
+    boundaries of the blocks of rows a matrix is assembled in (one row each, a few, the last short)."""
     fmt = parse_format(text)
     layout = tuple(argument_type(conversion, data) for conversion in fmt.conversions)
     rows = data.draw(st.integers(0, 40))
@@ -415,6 +416,7 @@ def test_render_text_equals_joined_rows(data: st.DataObject, text: str, chunk: i
     expected = "".join(format_values(fmt, rows_of(columns, row)) for row in range(rows))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(column_render, "CHUNK_ROWS", chunk)
+        patch.setattr(byte_cells, "ASSEMBLY_BLOCK_BYTES", block)
         assert "".join(render_columns(fmt, layout, columns, rows)) == expected
         assert render_text(fmt, layout, columns, rows) == expected
 

@@ -45,6 +45,7 @@ CHUNK_DIGITS = 4  # digits looked up at once
 UNKEPT = 0  # the byte of a cell that is not part of the text
 _UNKEPT_BYTE = bytes([UNKEPT])
 TRANSPORT_ERRORS = "surrogatepass"  # lone surrogates of a format string as UTF-8 bytes, there and back
+ASSEMBLY_BLOCK_BYTES = 1 << 19  # rows of a matrix assembled together: in the (1 MiB) second-level cache
 KEPT_BLOCK_CELLS = 1 << 16  # cells of a matrix whose kept bytes are gathered together: in the caches
 EXPONENT_RANGE = 400  # decimal exponents of `%e` in the exponent table: -400..400 (doubles need -324..308)
 
@@ -169,7 +170,9 @@ def put_rows(matrix: numpy.ndarray, rows: numpy.ndarray, lines: numpy.ndarray) -
 
 def _matrix(parts: list[Part], count: int) -> numpy.ndarray:
     """The parts side by side as a (count, cells) matrix of bytes: the constants' template row, then
-    each column written over it."""
+    each column written over it, a block of ASSEMBLY_BLOCK_BYTES at a time, which stays in the caches
+    while every column is written to it (the whole of a chunk does not: 1.6x the time). The template
+    is copied as one item a row (a void view of the row), not word by word: 1/3 of the time."""
     template = bytearray()
     columns = []
     for part in parts:
@@ -179,9 +182,17 @@ def _matrix(parts: list[Part], count: int) -> numpy.ndarray:
             columns.append((len(template) // CELLS, part))
             template += bytes(CELLS)
     words = numpy.empty((count, len(template) // CELLS), dtype=WORD)
-    words[:] = numpy.frombuffer(template, dtype=WORD)
-    for position, column in columns:
-        words[:, position] = column
+    if not template:
+        return words.view(numpy.uint8)
+    row = numpy.dtype((numpy.void, len(template)))
+    rows = words.view(row)[:, 0]
+    step = max(1, ASSEMBLY_BLOCK_BYTES // len(template))
+    for start in range(0, count, step):
+        stop = start + step
+        rows[start:stop] = numpy.frombuffer(template, dtype=row)[0]
+        block = words[start:stop]
+        for position, column in columns:
+            block[:, position] = column[start:stop]
     return words.view(numpy.uint8)
 
 
