@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from metadata.cformat import format_value, format_values
+from metadata.cformat import float_precision, format_value, format_values
 from metadata.decoding import byte_cells, column_render
 from metadata.decoding.column_render import render_columns, render_text
 from metadata.formats import FLOAT_CONVERSIONS, FLOAT_LENGTHS, INTEGER_LENGTHS, Conversion, parse_format
@@ -540,6 +540,19 @@ def test_byte_cells_print_floats_as_c_on_a_grid(letter: str, dtype: type) -> Non
                 printed = ~exceptional
                 assert printed[finite & (numpy.abs(array) < 1e4)].any() and not printed[~finite].any()
                 assert_cells_match_snprintf(spec, array, exceptional)
+
+
+@pytest.mark.parametrize("spec", ["%f", "%-12.3f", "%+.9f", "%.10f", "%.0f"])
+def test_byte_cells_print_fixed_values_near_32_bits_as_c(spec: str) -> None:
+    """`%f`'s scaled values split in 32 bits where all of a chunk's fit in 31, else in 64: the values
+    whose scaled value is 2**31 - 1 and 2**31 (and around 2**32), alone, together, and beside small ones."""
+    precision = float_precision(conversion_of(spec))
+    edges = [scaled / 10**precision for scaled in (2**31 - 1, 2**31, 2**32 - 1, 2**32 + 1)]
+    for values in [[edge] for edge in edges] + [edges, [0.0123, edges[0], -1.25]]:
+        array = numpy.array(values)
+        _, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
+        assert not exceptional.any()
+        assert_cells_match_snprintf(spec, array, exceptional)
 
 
 def test_byte_cells_print_vectors_and_negative_zero_as_c() -> None:

@@ -404,10 +404,11 @@ def _float_field(
     length of each row's text, when asked, given the width (a length at least that reported as any
     such)."""
     with numpy.errstate(over="ignore", invalid="ignore"):  # widening a signalling NaN sets "invalid"
-        numbers = array.astype(numpy.float64)
-        finite = numpy.isfinite(numbers)
-        magnitude = numpy.where(finite, numpy.abs(numbers), 0.0)
-        sign_column, prefix_length = _sign_column(conversion, numpy.signbit(numbers))
+        magnitude = array.astype(numpy.float64)  # a copy, made the magnitude in place
+        finite = numpy.isfinite(magnitude)
+        sign_column, prefix_length = _sign_column(conversion, numpy.signbit(magnitude))
+        numpy.abs(magnitude, out=magnitude)
+        numpy.copyto(magnitude, 0.0, where=~finite)
         merge &= sign_column is not None
         digits, body_length, bad = _FLOAT_BODIES[conversion.conversion.lower()](conversion, magnitude, merge)
     prefix, body = _signed(sign_column, digits, merge)
@@ -444,10 +445,22 @@ def _round(scaled: numpy.ndarray) -> numpy.ndarray:
     return rounded
 
 
+def _whole_numbers(rounded: numpy.ndarray) -> numpy.ndarray:
+    """Whole doubles in [0, 2**52) as unsigned integers, 32-bit where they fit in 31 bits (a double
+    converts to int32 in a third of the time it takes to uint64 or uint32, and 32-bit division is
+    faster)."""
+    if int(rounded.max(initial=0)) >> 31 == 0:
+        return rounded.astype(numpy.int32).view(numpy.uint32)
+    return rounded.astype(numpy.int64).view(numpy.uint64)
+
+
 def _split(number: numpy.ndarray, precision: int) -> tuple[numpy.ndarray, numpy.ndarray]:
-    """An integer's digits before and after its last `precision` ones, as two integers."""
+    """An integer's digits before and after its last `precision` ones, as two integers (64-bit where
+    10**precision is, else 32-bit where the integers fit)."""
     if 10**precision >> 32 == 0:
         number = _narrow(number)
+    else:
+        number = number.astype(numpy.uint64, copy=False)
     unit = number.dtype.type(10**precision)
     high = number // unit
     return high, number - high * unit
@@ -460,8 +473,10 @@ def _fixed_body(
     precision = float_precision(conversion)
     scaled = magnitude * EXACT_POWERS_OF_TEN[precision]
     rounded = _round(scaled)
-    bad = (scaled >= ROUNDING) | _near_tie(scaled, rounded)
-    whole, fraction = _split(numpy.where(bad, 0.0, rounded).astype(numpy.uint64), precision)
+    bad = _near_tie(scaled, rounded)
+    bad |= scaled >= ROUNDING
+    numpy.copyto(rounded, 0.0, where=bad)
+    whole, fraction = _split(_whole_numbers(rounded), precision)
     after, after_length = _fraction(conversion, fraction, precision)
     body = [*_digit_words(whole, 10, 1, free=free), *after]
     return body, lambda most: numpy.maximum(_significant(whole, 10, most), 1) + after_length, bad
