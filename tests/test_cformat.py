@@ -555,6 +555,31 @@ def test_byte_cells_print_fixed_values_near_32_bits_as_c(spec: str) -> None:
         assert_cells_match_snprintf(spec, array, exceptional)
 
 
+@pytest.mark.parametrize(
+    "spec", ["%08x", "%08X", "%.8x", "%016llx", "%016llX", "%.16llx", "%#016llx", "%-016llx", "%18.16llx"]
+)
+def test_byte_cells_print_every_hex_digit_as_c(spec: str) -> None:
+    """Every hex digit of the type (each 16-bit half looked up as it is): zero, the halves' edges, the
+    largest, values that fit in 32 bits among 64-bit ones."""
+    bits = 64 if "ll" in spec else 32
+    values = [0, 1, 0xFFFF, 0x1_0000, 0xABCD_EF12, (1 << bits) - 1, 1 << (bits - 1), 0x1234_5678_9ABC_DEF0]
+    array = numpy.array([value & ((1 << bits) - 1) for value in values], dtype=DTYPES[INTEGER, bits])
+    for rows in (array, array[:4]):
+        assert_cells_match_snprintf(spec, rows, numpy.zeros(len(rows), dtype=bool))
+
+
+def test_byte_cells_print_every_hex_digit_of_vector_lanes_as_c() -> None:
+    fmt = parse_format("%08v2x|%016v2llX\n")
+    columns = [
+        numpy.array([[0xDEAD_BEEF, 0], [1, 0xFFFF_FFFF]], numpy.uint32),
+        numpy.array([[1 << 63, 0xFFFF], [0x1_0000, (1 << 64) - 1]], numpy.uint64),
+    ]
+    lines, exceptional = byte_cells.cell_plan(fmt).render(columns, 2)
+    assert not exceptional.any()
+    assert lines == [format_values(fmt, rows_of(columns, row)) for row in range(2)]
+    assert lines[0] == "deadbeef, 00000000|8000000000000000, 000000000000FFFF\n"
+
+
 def test_byte_cells_print_vectors_and_negative_zero_as_c() -> None:
     fmt = parse_format("%v4f|%+.2v2e|%v3d\n")
     columns = [

@@ -42,6 +42,7 @@ POWERS = {
 WORD = numpy.dtype("<u4")
 CELLS = WORD.itemsize  # cells of a word
 CHUNK_DIGITS = 4  # digits looked up at once
+_HEX_CHUNKS = 2  # hex digits a byte: CHUNK_DIGITS of them a 16-bit half
 UNKEPT = 0  # the byte of a cell that is not part of the text
 _UNKEPT_BYTE = bytes([UNKEPT])
 TRANSPORT_ERRORS = "surrogatepass"  # lone surrogates of a format string as UTF-8 bytes, there and back
@@ -325,6 +326,8 @@ def _digit_words(
 ) -> list[Part]:
     """The digits of each unsigned value, at least `minimum` of them, right-aligned in words: NUL for
     the leading zeros not printed; with `free`, cell 0 of the first word NUL in every row."""
+    if base == 16 and not free and minimum == _HEX_CHUNKS * magnitude.dtype.itemsize:
+        return _every_hex_digit(magnitude, upper)
     values = _narrow(magnitude)
     largest = int(values.max(initial=0))
     digits = max(int(numpy.searchsorted(POWERS[base], largest, side="right")), minimum)
@@ -348,6 +351,17 @@ def _digit_words(
             values = above
         words.append(_chunk_table(base, shown, upper).take(index))
     return words[::-1]
+
+
+def _every_hex_digit(magnitude: numpy.ndarray, upper: bool) -> list[Part]:
+    """Every hex digit of unsigned values, zeros and all (`%016llx`, `%08x`): each 16-bit half of a
+    value looked up as it is, with no division or mask (the words of the halves, last to first)."""
+    halves = magnitude.dtype.itemsize // 2
+    little = magnitude.astype(magnitude.dtype.newbyteorder("<"), copy=False)
+    words = _chunk_table(16, CHUNK_DIGITS, upper).take(
+        numpy.ascontiguousarray(little).view("<u2").reshape(-1, halves)
+    )
+    return [words[:, half] for half in range(halves - 1, -1, -1)]
 
 
 def _integer_field(
