@@ -42,6 +42,7 @@ POWERS = {
 WORD = numpy.dtype("<u4")
 CELLS = WORD.itemsize  # cells of a word
 CHUNK_DIGITS = 4  # digits looked up at once
+IN_RANGE = "wrap"  # `take`'s mode for indices all in range (none wraps): 0.75x the time of "raise"'s checks
 _HEX_CHUNKS = 2  # hex digits a byte: CHUNK_DIGITS of them a 16-bit half
 UNKEPT = 0  # the byte of a cell that is not part of the text
 _UNKEPT_BYTE = bytes([UNKEPT])
@@ -349,7 +350,7 @@ def _digit_words(
             if shown < CHUNK_DIGITS:  # else both halves of the table hold every digit
                 index += size * (above != 0)
             values = above
-        words.append(_chunk_table(base, shown, upper).take(index))
+        words.append(_chunk_table(base, shown, upper).take(index, mode=IN_RANGE))
     return words[::-1]
 
 
@@ -359,7 +360,7 @@ def _every_hex_digit(magnitude: numpy.ndarray, upper: bool) -> list[Part]:
     halves = magnitude.dtype.itemsize // 2
     little = magnitude.astype(magnitude.dtype.newbyteorder("<"), copy=False)
     words = _chunk_table(16, CHUNK_DIGITS, upper).take(
-        numpy.ascontiguousarray(little).view("<u2").reshape(-1, halves)
+        numpy.ascontiguousarray(little).view("<u2").reshape(-1, halves), mode=IN_RANGE
     )
     return [words[:, half] for half in range(halves - 1, -1, -1)]
 
