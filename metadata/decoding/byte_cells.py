@@ -298,11 +298,14 @@ def _at_least(magnitude: numpy.ndarray, base: int, digits: int) -> numpy.ndarray
     return magnitude >= POWERS[base][digits - 1] if digits else numpy.ones(magnitude.shape, dtype=bool)
 
 
-def _narrow(magnitude: numpy.ndarray) -> numpy.ndarray:
-    """Unsigned values as 32-bit where they fit (32-bit division is faster)."""
-    if magnitude.dtype.itemsize > 4 and int(magnitude.max(initial=0)) >> 32 == 0:
-        return magnitude.astype(numpy.uint32)
-    return magnitude
+def _narrow(magnitude: numpy.ndarray, largest: int | None = None) -> numpy.ndarray:
+    """Unsigned values as 32-bit where they fit (32-bit division is faster), given their largest if
+    known."""
+    if magnitude.dtype.itemsize <= 4:
+        return magnitude
+    if largest is None:
+        largest = int(magnitude.max(initial=0))
+    return magnitude.astype(numpy.uint32) if largest >> 32 == 0 else magnitude
 
 
 @functools.lru_cache(maxsize=64)
@@ -329,8 +332,8 @@ def _digit_words(
     the leading zeros not printed; with `free`, cell 0 of the first word NUL in every row."""
     if base == 16 and not free and minimum == _HEX_CHUNKS * magnitude.dtype.itemsize:
         return _every_hex_digit(magnitude, upper)
-    values = _narrow(magnitude)
-    largest = int(values.max(initial=0))
+    largest = int(magnitude.max(initial=0))
+    values = _narrow(magnitude, largest)
     digits = max(int(numpy.searchsorted(POWERS[base], largest, side="right")), minimum)
     count = -(-(digits + free) // CHUNK_DIGITS)
     words: list[Part] = []
@@ -343,12 +346,15 @@ def _digit_words(
         else:
             if base & (base - 1):
                 above = values // size
-                index = values - above * size
+                index = above * size
+                numpy.subtract(values, index, out=index)
             else:
                 above = values >> shift
                 index = values & (size - 1)
             if shown < CHUNK_DIGITS:  # else both halves of the table hold every digit
-                index += size * (above != 0)
+                # every digit (index + size) where digits are above, else the value (< size) as it is
+                index += size
+                numpy.minimum(values, index, out=index)
             values = above
         words.append(_chunk_table(base, shown, upper).take(index, mode=IN_RANGE))
     return words[::-1]
