@@ -262,6 +262,8 @@ def _choose(flags: numpy.ndarray, where_set: str, elsewhere: str, cell: int) -> 
     """Per row, the word of `where_set` where the flag is set, else of `elsewhere`, from `cell` on
     (`numpy.where` of two constants, in arithmetic, which is faster)."""
     chosen, other = _cell_word(where_set, cell), _cell_word(elsewhere, cell)
+    if not other:
+        return flags * numpy.uint32(chosen)
     if chosen >= other:
         return flags * numpy.uint32(chosen - other) + numpy.uint32(other)
     return numpy.uint32(other) - flags * numpy.uint32(other - chosen)
@@ -275,7 +277,8 @@ def _signed(
     if sign_column is None:
         return [], digits
     if merge:
-        return [], [numpy.bitwise_or(digits[0], sign_column), *digits[1:]]
+        digits[0] |= sign_column  # a word of the digits' take: this field's own
+        return [], digits
     return [sign_column], digits
 
 
@@ -426,14 +429,16 @@ def _float_field(
     such)."""
     with numpy.errstate(over="ignore", invalid="ignore"):  # widening a signalling NaN sets "invalid"
         magnitude = array.astype(numpy.float64)  # a copy, made the magnitude in place
-        finite = numpy.isfinite(magnitude)
+        not_finite = numpy.isfinite(magnitude)
+        numpy.logical_not(not_finite, out=not_finite)
         sign_column, prefix_length = _sign_column(conversion, numpy.signbit(magnitude))
         numpy.abs(magnitude, out=magnitude)
-        numpy.copyto(magnitude, 0.0, where=~finite)
+        numpy.copyto(magnitude, 0.0, where=not_finite)
         merge &= sign_column is not None
         digits, body_length, bad = _FLOAT_BODIES[conversion.conversion.lower()](conversion, magnitude, merge)
     prefix, body = _signed(sign_column, digits, merge)
-    return prefix, body, lambda most: prefix_length + body_length(most), bad | ~finite
+    bad |= not_finite
+    return prefix, body, lambda most: prefix_length + body_length(most), bad
 
 
 def _fraction(conversion: Conversion, fraction: numpy.ndarray, precision: int) -> tuple[list[Part], int]:
@@ -446,16 +451,20 @@ def _fraction(conversion: Conversion, fraction: numpy.ndarray, precision: int) -
         return digits, 0
     if precision % CHUNK_DIGITS:
         point = numpy.uint32(_cell_word(".", CHUNK_DIGITS - 1 - precision % CHUNK_DIGITS))
-        return [numpy.bitwise_or(digits[0], point), *digits[1:]], 1 + precision
+        digits[0] |= point  # a word of the table's take: this field's own
+        return digits, 1 + precision
     return [_constant(b"."), *digits], 1 + precision
 
 
-def _near_tie(scaled: numpy.ndarray, rounded: numpy.ndarray) -> numpy.ndarray:
+def _unsure(scaled: numpy.ndarray, rounded: numpy.ndarray) -> numpy.ndarray:
     """Rows where the exact product, within half an ulp of `scaled`, may round elsewhere: those whose
-    distance to `rounded` (at most 1/2) is within that of 1/2."""
-    distance = numpy.abs(scaled - rounded)
+    distance to `rounded` (at most 1/2) is within that of 1/2, which takes in those scaled to 2**52 or
+    more (an ulp of 1 or more) and to infinity (their distance NaN, not less than 1/2)."""
+    distance = scaled - rounded
+    numpy.abs(distance, out=distance)
     distance += scaled * UNIT_ROUNDOFF
-    return distance >= 0.5
+    unsure = distance < 0.5
+    return numpy.logical_not(unsure, out=unsure)
 
 
 def _round(scaled: numpy.ndarray) -> numpy.ndarray:
@@ -494,8 +503,7 @@ def _fixed_body(
     precision = float_precision(conversion)
     scaled = magnitude * EXACT_POWERS_OF_TEN[precision]
     rounded = _round(scaled)
-    bad = _near_tie(scaled, rounded)
-    bad |= scaled >= ROUNDING
+    bad = _unsure(scaled, rounded)
     numpy.copyto(rounded, 0.0, where=bad)
     whole, fraction = _split(_whole_numbers(rounded), precision)
     after, after_length = _fraction(conversion, fraction, precision)
@@ -533,7 +541,9 @@ def _scaled(magnitude: numpy.ndarray, shift: numpy.ndarray) -> tuple[numpy.ndarr
     scaled = magnitude * power
     numpy.divide(magnitude, power, out=scaled, where=shift < 0)
     rounded = _round(scaled)
-    return rounded, ~in_range | (scaled >= ROUNDING) | _near_tie(scaled, rounded)
+    unsure = _unsure(scaled, rounded)
+    unsure |= ~in_range
+    return rounded, unsure
 
 
 @functools.lru_cache(maxsize=2)
