@@ -580,6 +580,25 @@ def test_byte_cells_print_every_hex_digit_of_vector_lanes_as_c() -> None:
     assert lines[0] == "deadbeef, 00000000|8000000000000000, 000000000000FFFF\n"
 
 
+@pytest.mark.parametrize(
+    "spec",
+    ["%f", "%+f", "% .2f", "%-9.1f", "%+.0f", "%e", "%+g", "%d", "%+d", "% d", "%+.0d", "%-+6d", "%+.3d"],
+)
+def test_byte_cells_print_signs_beside_digits_as_c(spec: str) -> None:
+    """The sign looked up with the digits where they fit in one word (then right before them), else
+    in the first word's cell 0: values of one digit to three, zero and minus zero, alone and beside
+    values of four digits or more."""
+    small = [0.0, -0.0, 1.0, -1.0, -7.2718, 99.1234, -999.0, 999.2346, 0.3141, -0.0612]
+    for values in (small, [*small, -1000.0], [*small, 123456.7, -2e9]):
+        if "f" in spec or "e" in spec or "g" in spec:
+            array = numpy.array(values)
+        else:
+            array = numpy.array([int(value) for value in values], dtype=numpy.int64).astype(numpy.uint32)
+        lines, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
+        assert not exceptional.any()
+        assert_cells_match_snprintf(spec, array, exceptional)
+
+
 def test_byte_cells_print_vectors_and_negative_zero_as_c() -> None:
     fmt = parse_format("%v4f|%+.2v2e|%v3d\n")
     columns = [
