@@ -599,6 +599,19 @@ def test_byte_cells_print_signs_beside_digits_as_c(spec: str) -> None:
         assert_cells_match_snprintf(spec, array, exceptional)
 
 
+@pytest.mark.parametrize("spec", ["%.0f", "%+.1f", "%.2f", "%f", "%-14.12f", "%.13f"])
+def test_byte_cells_print_ties_of_floats_as_c(spec: str) -> None:
+    """A float's product by 10**precision is exact where 24 bits and 5**precision's fit in a double's
+    53 (precision 12 at most): its ties, halves in binary, are printed by the cells, to even as glibc
+    does; beyond, they are passed on."""
+    precision = float_precision(conversion_of(spec))
+    ties = [(2 * k + 1) / 2 ** (precision + 1) for k in range(-40, 40)]  # each times 10**precision: a half
+    array = numpy.array([*ties, 0.1, -2.7, 123.456], dtype=numpy.float32)
+    _, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
+    assert exceptional.any() == (precision > 12)
+    assert_cells_match_snprintf(spec, array, exceptional)
+
+
 def test_byte_cells_print_vectors_and_negative_zero_as_c() -> None:
     fmt = parse_format("%v4f|%+.2v2e|%v3d\n")
     columns = [

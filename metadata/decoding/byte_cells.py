@@ -33,6 +33,7 @@ CELL_MAX_PRECISION = {"f": 15, "e": 14, "g": 15}  # digits kept below 2**52 (exa
 EXACT_POWERS_OF_TEN = numpy.array([10.0**k for k in range(23)])
 UNIT_ROUNDOFF = 2.0**-52
 ROUNDING = 2.0**52  # the least double whose ulp is 1
+DOUBLE_BITS = 53  # significant bits of a double
 DIGITS = b"0123456789abcdef"
 BASES = {"d": 10, "i": 10, "u": 10, "o": 8, "x": 16, "X": 16}
 POWERS = {
@@ -465,7 +466,7 @@ def _float_field(
         numpy.copyto(magnitude, 0.0, where=not_finite)
         merge &= sign_of is not None
         body, body_length, bad = _FLOAT_BODIES[conversion.conversion.lower()](
-            conversion, magnitude, sign_of if merge else None
+            conversion, magnitude, sign_of if merge else None, numpy.finfo(array.dtype).nmant + 1
         )
     prefix = _prefix(sign_of, merge)
     bad |= not_finite
@@ -528,13 +529,16 @@ def _split(number: numpy.ndarray, precision: int) -> tuple[numpy.ndarray, numpy.
 
 
 def _fixed_body(
-    conversion: Conversion, magnitude: numpy.ndarray, sign_of: _Sign | None
+    conversion: Conversion, magnitude: numpy.ndarray, sign_of: _Sign | None, bits: int
 ) -> tuple[list[Part], Callable[[int], numpy.ndarray], numpy.ndarray]:
     """`%f`: the value times 10**precision rounded to an integer, a point before the last digits."""
     precision = float_precision(conversion)
     scaled = magnitude * EXACT_POWERS_OF_TEN[precision]
     rounded = _round(scaled)
-    bad = _unsure(scaled, rounded)
+    if bits + (5**precision).bit_length() <= DOUBLE_BITS:  # the product is exact: a tie is one (rint's
+        bad = scaled >= ROUNDING  # to even, as glibc's), no row is near one
+    else:
+        bad = _unsure(scaled, rounded)
     numpy.copyto(rounded, 0.0, where=bad)
     whole, fraction = _split(_whole_numbers(rounded), precision)
     after, after_length = _fraction(conversion, fraction, precision)
@@ -592,7 +596,7 @@ def _exponent_words(letter: str) -> numpy.ndarray:
 
 
 def _exponent_body(
-    conversion: Conversion, magnitude: numpy.ndarray, sign_of: _Sign | None
+    conversion: Conversion, magnitude: numpy.ndarray, sign_of: _Sign | None, bits: int
 ) -> tuple[list[Part], Callable[[int], numpy.ndarray], numpy.ndarray]:
     """`%e`: one digit, the point, `precision` digits, the exponent."""
     precision = float_precision(conversion)
@@ -606,7 +610,7 @@ def _exponent_body(
 
 
 def _general_body(
-    conversion: Conversion, magnitude: numpy.ndarray, sign_of: _Sign | None
+    conversion: Conversion, magnitude: numpy.ndarray, sign_of: _Sign | None, bits: int
 ) -> tuple[list[Part], Callable[[int], numpy.ndarray], numpy.ndarray]:
     """`%g`: P significant digits (P the precision, 1 for 0) in `%e`'s style where the exponent X is
     below -4 or P or more, else in `%f`'s with P - 1 - X decimals; the fraction's trailing zeros and
