@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Final
 
 import numpy
 
@@ -43,7 +44,8 @@ POWERS = {
 WORD = numpy.dtype("<u4")
 CELLS = WORD.itemsize  # cells of a word
 CHUNK_DIGITS = 4  # digits looked up at once
-IN_RANGE = "wrap"  # `take`'s mode for indices all in range (none wraps): 0.75x the time of "raise"'s checks
+# `take`'s mode for indices all in range (none wraps): 0.75x the time of "raise"'s checks
+IN_RANGE: Final = "wrap"
 _HEX_CHUNKS = 2  # hex digits a byte: CHUNK_DIGITS of them a 16-bit half
 UNKEPT = 0  # the byte of a cell that is not part of the text
 _UNKEPT_BYTE = bytes([UNKEPT])
@@ -348,7 +350,7 @@ def _signed_chunk_table(base: int, minimum: int, upper: bool, positive: str) -> 
 
 def _digit_words(
     magnitude: numpy.ndarray, base: int, minimum: int, upper: bool = False, sign_of: _Sign | None = None
-) -> list[Part]:
+) -> list[numpy.ndarray]:
     """The digits of each unsigned value, at least `minimum` of them, right-aligned in words: NUL for
     the leading zeros not printed; with `sign_of`, the sign in the first word: right before the digits
     where they all fit in one word (looked up with them: `bytes.translate` then meets one run of NUL
@@ -360,7 +362,7 @@ def _digit_words(
     values = _narrow(magnitude, largest)
     digits = max(int(numpy.searchsorted(POWERS[base], largest, side="right")), minimum)
     count = -(-(digits + free) // CHUNK_DIGITS)
-    words: list[Part] = []
+    words: list[numpy.ndarray] = []
     size = values.dtype.type(base**CHUNK_DIGITS)
     shift = values.dtype.type(CHUNK_DIGITS * (base.bit_length() - 1))  # for a base that is a power of 2
     for chunk in range(count):
@@ -393,7 +395,7 @@ def _digit_words(
     return words[::-1]
 
 
-def _every_hex_digit(magnitude: numpy.ndarray, upper: bool) -> list[Part]:
+def _every_hex_digit(magnitude: numpy.ndarray, upper: bool) -> list[numpy.ndarray]:
     """Every hex digit of unsigned values, zeros and all (`%016llx`, `%08x`): each 16-bit half of a
     value looked up as it is, with no division or mask (the words of the halves, last to first)."""
     halves = magnitude.dtype.itemsize // 2
@@ -433,7 +435,7 @@ def _integer_field(
     else:
         width_met = False
     merge &= sign_of is not None
-    body = _digit_words(magnitude, base, minimum, letter == "X", sign_of if merge else None)
+    body: list[Part] = [*_digit_words(magnitude, base, minimum, letter == "X", sign_of if merge else None)]
     prefix = _prefix(sign_of, merge)
     octal_zero: numpy.ndarray | int = 0
     if "#" in conversion.flags and letter == "o":  # a leading zero where the precision prints none
@@ -480,11 +482,11 @@ def _fraction(conversion: Conversion, fraction: numpy.ndarray, precision: int) -
     shown = bool(precision) or "#" in conversion.flags
     digits = _digit_words(fraction, 10, precision)
     if not shown:
-        return digits, 0
+        return [*digits], 0
     if precision % CHUNK_DIGITS:
         point = numpy.uint32(_cell_word(".", CHUNK_DIGITS - 1 - precision % CHUNK_DIGITS))
         digits[0] |= point  # a word of the table's take: this field's own
-        return digits, 1 + precision
+        return [*digits], 1 + precision
     return [_constant(b"."), *digits], 1 + precision
 
 
