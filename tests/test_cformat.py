@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from metadata.cformat import format_value, format_values
+from metadata.cformat import float_precision, format_value, format_values
 from metadata.decoding import byte_cells, column_render
 from metadata.decoding.column_render import render_columns, render_text
 from metadata.formats import FLOAT_CONVERSIONS, FLOAT_LENGTHS, INTEGER_LENGTHS, Conversion, parse_format
@@ -405,9 +405,10 @@ def typical_column(data: st.DataObject, arg: ArgType, rows: int) -> numpy.ndarra
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.data(), cell_formats(), st.sampled_from([3, 1 << 14]))
-def test_render_text_equals_joined_rows(data: st.DataObject, text: str, chunk: int) -> None:
-    """As one block, the rows the cells pass on put in their place, across chunk boundaries."""
+@given(st.data(), cell_formats(), st.sampled_from([3, 1 << 14]), st.sampled_from([1, 100, 1 << 19]))
+def test_render_text_equals_joined_rows(data: st.DataObject, text: str, chunk: int, block: int) -> None:
+    """As one block, the rows the cells pass on put in their place, across chunk boundaries and the
+    boundaries of the blocks of rows a matrix is assembled in (one row each, a few, the last short)."""
     fmt = parse_format(text)
     layout = tuple(argument_type(conversion, data) for conversion in fmt.conversions)
     rows = data.draw(st.integers(0, 40))
@@ -415,6 +416,7 @@ def test_render_text_equals_joined_rows(data: st.DataObject, text: str, chunk: i
     expected = "".join(format_values(fmt, rows_of(columns, row)) for row in range(rows))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(column_render, "CHUNK_ROWS", chunk)
+        patch.setattr(byte_cells, "ASSEMBLY_BLOCK_BYTES", block)
         assert "".join(render_columns(fmt, layout, columns, rows)) == expected
         assert render_text(fmt, layout, columns, rows) == expected
 
@@ -538,6 +540,76 @@ def test_byte_cells_print_floats_as_c_on_a_grid(letter: str, dtype: type) -> Non
                 printed = ~exceptional
                 assert printed[finite & (numpy.abs(array) < 1e4)].any() and not printed[~finite].any()
                 assert_cells_match_snprintf(spec, array, exceptional)
+
+
+@pytest.mark.parametrize("spec", ["%f", "%-12.3f", "%+.9f", "%.10f", "%.0f"])
+def test_byte_cells_print_fixed_values_near_32_bits_as_c(spec: str) -> None:
+    """`%f`'s scaled values split in 32 bits where all of a chunk's fit in 31, else in 64: the values
+    whose scaled value is 2**31 - 1 and 2**31 (and around 2**32), alone, together, and beside small ones."""
+    precision = float_precision(conversion_of(spec))
+    edges = [scaled / 10**precision for scaled in (2**31 - 1, 2**31, 2**32 - 1, 2**32 + 1)]
+    for values in [[edge] for edge in edges] + [edges, [0.0123, edges[0], -1.25]]:
+        array = numpy.array(values)
+        _, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
+        assert not exceptional.any()
+        assert_cells_match_snprintf(spec, array, exceptional)
+
+
+@pytest.mark.parametrize(
+    "spec", ["%08x", "%08X", "%.8x", "%016llx", "%016llX", "%.16llx", "%#016llx", "%-016llx", "%18.16llx"]
+)
+def test_byte_cells_print_every_hex_digit_as_c(spec: str) -> None:
+    """Every hex digit of the type (each 16-bit half looked up as it is): zero, the halves' edges, the
+    largest, values that fit in 32 bits among 64-bit ones."""
+    bits = 64 if "ll" in spec else 32
+    values = [0, 1, 0xFFFF, 0x1_0000, 0xABCD_EF12, (1 << bits) - 1, 1 << (bits - 1), 0x1234_5678_9ABC_DEF0]
+    array = numpy.array([value & ((1 << bits) - 1) for value in values], dtype=DTYPES[INTEGER, bits])
+    for rows in (array, array[:4]):
+        assert_cells_match_snprintf(spec, rows, numpy.zeros(len(rows), dtype=bool))
+
+
+def test_byte_cells_print_every_hex_digit_of_vector_lanes_as_c() -> None:
+    fmt = parse_format("%08v2x|%016v2llX\n")
+    columns = [
+        numpy.array([[0xDEAD_BEEF, 0], [1, 0xFFFF_FFFF]], numpy.uint32),
+        numpy.array([[1 << 63, 0xFFFF], [0x1_0000, (1 << 64) - 1]], numpy.uint64),
+    ]
+    lines, exceptional = byte_cells.cell_plan(fmt).render(columns, 2)
+    assert not exceptional.any()
+    assert lines == [format_values(fmt, rows_of(columns, row)) for row in range(2)]
+    assert lines[0] == "deadbeef, 00000000|8000000000000000, 000000000000FFFF\n"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["%f", "%+f", "% .2f", "%-9.1f", "%+.0f", "%e", "%+g", "%d", "%+d", "% d", "%+.0d", "%-+6d", "%+.3d"],
+)
+def test_byte_cells_print_signs_beside_digits_as_c(spec: str) -> None:
+    """The sign looked up with the digits where they fit in one word (then right before them), else
+    in the first word's cell 0: values of one digit to three, zero and minus zero, alone and beside
+    values of four digits or more."""
+    small = [0.0, -0.0, 1.0, -1.0, -7.2718, 99.1234, -999.0, 999.2346, 0.3141, -0.0612]
+    for values in (small, [*small, -1000.0], [*small, 123456.7, -2e9]):
+        if "f" in spec or "e" in spec or "g" in spec:
+            array = numpy.array(values)
+        else:
+            array = numpy.array([int(value) for value in values], dtype=numpy.int64).astype(numpy.uint32)
+        lines, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
+        assert not exceptional.any()
+        assert_cells_match_snprintf(spec, array, exceptional)
+
+
+@pytest.mark.parametrize("spec", ["%.0f", "%+.1f", "%.2f", "%f", "%-14.12f", "%.13f"])
+def test_byte_cells_print_ties_of_floats_as_c(spec: str) -> None:
+    """A float's product by 10**precision is exact where 24 bits and 5**precision's fit in a double's
+    53 (precision 12 at most): its ties, halves in binary, are printed by the cells, to even as glibc
+    does; beyond, they are passed on."""
+    precision = float_precision(conversion_of(spec))
+    ties = [(2 * k + 1) / 2 ** (precision + 1) for k in range(-40, 40)]  # each times 10**precision: a half
+    array = numpy.array([*ties, 0.1, -2.7, 123.456], dtype=numpy.float32)
+    _, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
+    assert exceptional.any() == (precision > 12)
+    assert_cells_match_snprintf(spec, array, exceptional)
 
 
 def test_byte_cells_print_vectors_and_negative_zero_as_c() -> None:
