@@ -266,7 +266,7 @@ class PrintfDecoding:
             return
         columns = _Columns.of(self)
         if pool is None or not _pool_pays(self.groups, style, pool.processes, given=True):
-            yield from self._rendered_here(columns, style, encoding, chunk_entries, decoded)
+            yield from _rendered_here(self, columns, style, encoding, chunk_entries, decoded)
             return
         with pool.columns_file(".columns") as file_of_columns:
             shared = _shared(columns, file_of_columns, style, len(self.groups) > 1)
@@ -278,21 +278,7 @@ class PrintfDecoding:
                 given = (_SharedPiece(path, version, piece, style) for piece in pieces)
                 yield from _from_pool(pool, given, encoding, decoded, file)
         if not shared:
-            yield from self._rendered_here(columns, style, encoding, chunk_entries, decoded)
-
-    def _rendered_here(
-        self,
-        columns: _Columns,
-        style: Style,
-        encoding: Encoding,
-        chunk_entries: int | None,
-        decoded: bool | None,
-    ) -> Generator[Any, None, None]:
-        """`_rendered`'s pieces rendered in this process."""
-        here = TEXT_CHUNK_ENTRIES if style in _TEXT_STYLES else JSON_CHUNK_ENTRIES
-        for piece in self._pieces(chunk_entries or here):
-            data = piece.encoded(columns, style, encoding)
-            yield data.decode(*encoding) if decoded else data
+            yield from _rendered_here(self, columns, style, encoding, chunk_entries, decoded)
 
     def _pieces(self, chunk_entries: int) -> Iterator[_Piece]:
         """What `text_chunks` renders, in order: blocks of one group, and interleaved chunks."""
@@ -312,6 +298,21 @@ class PrintfDecoding:
     def text(self) -> str:
         """The concatenated output, exactly as C's printf would print it."""
         return "".join(self.text_chunks())
+
+
+def _rendered_here(
+    decoding: PrintfDecoding,
+    columns: _Columns,
+    style: Style,
+    encoding: Encoding,
+    chunk_entries: int | None,
+    decoded: bool | None,
+) -> Generator[Any, None, None]:
+    """`PrintfDecoding._rendered`'s pieces rendered in this process."""
+    here = TEXT_CHUNK_ENTRIES if style in _TEXT_STYLES else JSON_CHUNK_ENTRIES
+    for piece in decoding._pieces(chunk_entries or here):
+        data = piece.encoded(columns, style, encoding)
+        yield data.decode(*encoding) if decoded else data
 
 
 def _chunks(
