@@ -625,13 +625,8 @@ def _general_body(
     unit = DECIMAL_POWERS[decimals]
     whole = significand // unit
     fraction = _narrow(significand - whole * unit)
-    zeros = numpy.zeros(len(fraction), dtype=numpy.int64)  # trailing zeros of the fraction, of `decimals`
-    largest = int(fraction.max(initial=0))
-    for power in DECIMAL_POWERS[1:].tolist():
-        if power > largest:
-            break
-        zeros += fraction % fraction.dtype.type(power) == 0
-    zeros = numpy.where(fraction == 0, decimals, numpy.minimum(zeros, decimals))
+    # the fraction's trailing zeros (of `decimals` digits): the significand's (as many as `decimals` for 0)
+    zeros = numpy.minimum(_trailing_zeros(_narrow(significand), significant), decimals)
     shown = decimals - zeros
     fraction //= DECIMAL_POWERS[zeros].astype(fraction.dtype)
     leading = shown - _significant(fraction, 10)  # the fraction's zeros after the point
@@ -655,5 +650,29 @@ def _general_body(
     return body, length, bad
 
 
+def _trailing_zeros(values: numpy.ndarray, digits: int) -> numpy.ndarray:
+    """The trailing decimal zeros of unsigned values below 10**digits (`digits` or more for 0): those
+    of the last CHUNK_DIGITS digits looked up, and of the digits above them only in the rows whose last
+    CHUNK_DIGITS are all zeros (few)."""
+    size = values.dtype.type(10**CHUNK_DIGITS)
+    above = values // size
+    low = above * size
+    numpy.subtract(values, low, out=low)
+    zeros = _TRAILING_ZEROS.take(low, mode=IN_RANGE)
+    if digits > CHUNK_DIGITS:
+        whole = numpy.flatnonzero(zeros == CHUNK_DIGITS)
+        if whole.size:
+            zeros[whole] += _trailing_zeros(above[whole], digits - CHUNK_DIGITS)
+    return zeros
+
+
+# trailing decimal zeros of 0..10**CHUNK_DIGITS - 1, as CHUNK_DIGITS digits (all of them for 0)
+_TRAILING_ZEROS = numpy.array(
+    [
+        next(k for k in range(CHUNK_DIGITS + 1) if r % 10 ** (k + 1) or k == CHUNK_DIGITS)
+        for r in range(10**CHUNK_DIGITS)
+    ],
+    dtype=numpy.int64,
+)
 DECIMAL_POWERS = numpy.array([10**k for k in range(20)], dtype=numpy.uint64)
 _FLOAT_BODIES = {"f": _fixed_body, "e": _exponent_body, "g": _general_body}
