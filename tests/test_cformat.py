@@ -623,3 +623,26 @@ def test_byte_cells_print_vectors_and_negative_zero_as_c() -> None:
     assert not exceptional.any()
     assert lines == [format_values(fmt, rows_of(columns, row)) for row in range(2)]
     assert lines[0] == "-0.000000, 0.000000, 1.500000, -7.250000|-0.00e+00, +1.23e+02|-2147483648, 0, -1\n"
+
+
+@pytest.mark.parametrize("spec", ["%.0e", "%.1E", "%+.2e", "%-12.5e", "%.0g", "%.2g", "%G", "%#.0e", "%.6e"])
+def test_byte_cells_print_exponent_ties_of_floats_as_c(spec: str) -> None:
+    """A float's product by 10**shift (shift = digits - exponent, where at least 0) is exact where 24
+    bits and 5**shift's fit in 53: its ties (halves in binary, among them 9.5 and 99.5, which round up to the
+    next decade) are printed by the cells, to even as glibc does. Also zero, minus zero and values
+    whose significand ends in zeros (`%g` drops them)."""
+    precision = float_precision(conversion_of(spec))
+    digits = max(precision, 1) - 1 if spec[-1] in "gG" else precision
+    ties = [
+        (2 * k + 1) * 2.0**scale / 2 ** (digits + 1)
+        for k in range(0, 60, 7)
+        for scale in range(0, 4 * digits + 4, 3)
+    ]
+    decades = [9.5 * 10.0**k for k in range(-3, 4)] + [99.5, 999.5, 9.75, 9.875, 0.0, -0.0]
+    zeros = [100000.0, 123000.0, 1e-4, 0.000100, 1e5, 1e6, 1.5e-5, 120.0, 1200000.0, 0.5, 2.0**-20]
+    array = numpy.array([*ties, *decades, *zeros, *(-value for value in ties)], dtype=numpy.float32)
+    _, exceptional = byte_cells.cell_plan(parse_format(spec)).render([array], len(array))
+    magnitude = numpy.abs(array)
+    scaled_up = (magnitude >= 1e-3) & (magnitude < 10 ** (digits + 1))  # 0 <= shift <= digits + 3
+    assert not exceptional[scaled_up].any()
+    assert_cells_match_snprintf(spec, array, exceptional)

@@ -549,38 +549,54 @@ def _fixed_body(
 
 
 def _significand(
-    magnitude: numpy.ndarray, precision: int
+    magnitude: numpy.ndarray, precision: int, bits: int
 ) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
-    """The `1 + precision` significant digits of each value as an integer, its decimal exponent
-    (`%e`'s, after rounding), and the rows that cannot be scaled exactly enough."""
+    """The `1 + precision` significant digits of each value (of `bits` significant bits) as an
+    integer (32-bit where they fit in 31 bits), its decimal exponent (`%e`'s, after rounding), and the
+    rows that cannot be scaled exactly enough."""
     positive = magnitude > 0
     exponent = numpy.floor(numpy.log10(numpy.where(positive, magnitude, 1.0))).astype(numpy.int64)
     low, high = EXACT_POWERS_OF_TEN[precision], 10.0 ** (precision + 1)
-    rounded, bad = _scaled(magnitude, precision - exponent)
+    rounded, bad = _scaled(magnitude, precision - exponent, bits)
     # log10 may be one off, or rounding carry into the next decade: those rows (few) scaled once more
     # (which lands in [low, high); a row that did not would be passed on).
     step = (rounded >= high).astype(numpy.int64) - (positive & (rounded < low))
     again = numpy.flatnonzero(step)
     if again.size:
         exponent[again] += step[again]
-        rescaled, unsure = _scaled(magnitude[again], precision - exponent[again])
+        rescaled, unsure = _scaled(magnitude[again], precision - exponent[again], bits)
         rounded[again] = rescaled
         bad[again] |= unsure | (rescaled >= high) | (rescaled < low)
-    return numpy.where(bad, 0.0, rounded).astype(numpy.uint64), numpy.where(bad, 0, exponent), bad
+    numpy.copyto(rounded, 0.0, where=bad)
+    return _whole_numbers(rounded), numpy.where(bad, 0, exponent), bad
 
 
-def _scaled(magnitude: numpy.ndarray, shift: numpy.ndarray) -> tuple[numpy.ndarray, numpy.ndarray]:
+def _scaled(magnitude: numpy.ndarray, shift: numpy.ndarray, bits: int) -> tuple[numpy.ndarray, numpy.ndarray]:
     """`magnitude * 10**shift` rounded to an integer (after one correctly rounded operation), and
-    the rows where that may not be the exact product's rounding."""
+    the rows where that may not be the exact product's rounding: none of those whose shift is one
+    whose product is exact (`bits` and 5**shift's fit in a double's, as `_fixed_body`'s), its ties
+    rounded to even as glibc does (no near-tie test at all where every row's is)."""
     absolute = numpy.abs(shift)
     in_range = absolute < len(EXACT_POWERS_OF_TEN)
     power = EXACT_POWERS_OF_TEN.take(absolute, mode="clip")
     scaled = magnitude * power
     numpy.divide(magnitude, power, out=scaled, where=shift < 0)
     rounded = _round(scaled)
+    exact = _exact_shifts(bits)
+    if len(shift) and shift.min() >= 0 and shift.max() <= exact:
+        return rounded, numpy.zeros(len(shift), dtype=bool)
     unsure = _unsure(scaled, rounded)
+    unsure &= (shift < 0) | (shift > exact)
     unsure |= ~in_range
     return rounded, unsure
+
+
+@functools.lru_cache(maxsize=4)
+def _exact_shifts(bits: int) -> int:
+    """The largest shift s whose products by 10**s of values of `bits` significant bits are exact
+    (`bits` and 5**s's fit in a double's: 12 for a float; 0, the product by 1, for a double)."""
+    fits = (shift for shift in range(1, DOUBLE_BITS) if bits + (5**shift).bit_length() <= DOUBLE_BITS)
+    return max(fits, default=0)
 
 
 @functools.lru_cache(maxsize=2)
@@ -602,7 +618,7 @@ def _exponent_body(
 ) -> tuple[list[Part], Callable[[int], numpy.ndarray], numpy.ndarray]:
     """`%e`: one digit, the point, `precision` digits, the exponent."""
     precision = float_precision(conversion)
-    significand, exponent, bad = _significand(magnitude, precision)
+    significand, exponent, bad = _significand(magnitude, precision, bits)
     lead, fraction = _split(significand, precision)
     after, after_length = _fraction(conversion, fraction, precision)
     letter = "E" if conversion.conversion.isupper() else "e"
@@ -619,16 +635,20 @@ def _general_body(
     a point left alone dropped. Both styles are laid out alike: the digits before the point, the point,
     the fraction's leading zeros, its other digits, and the exponent (NUL in `%f`'s style)."""
     significant = max(float_precision(conversion), 1)
-    significand, exponent, bad = _significand(magnitude, significant - 1)
+    significand, exponent, bad = _significand(magnitude, significant - 1, bits)
     scientific = (exponent < -4) | (exponent >= significant)
     decimals = numpy.where(scientific, significant - 1, significant - 1 - exponent)
-    unit = DECIMAL_POWERS[decimals]
+    # 32-bit where the significand is below 10**9 (then a power clipped to 10**9 divides as the true one)
+    if significant > len(DECIMAL_POWERS_32) - 1:
+        significand = significand.astype(numpy.uint64, copy=False)
+    powers = DECIMAL_POWERS_32 if significand.dtype == numpy.uint32 else DECIMAL_POWERS
+    unit = powers.take(decimals, mode="clip")
     whole = significand // unit
-    fraction = _narrow(significand - whole * unit)
+    fraction = significand - whole * unit
     # the fraction's trailing zeros (of `decimals` digits): the significand's (as many as `decimals` for 0)
-    zeros = numpy.minimum(_trailing_zeros(_narrow(significand), significant), decimals)
+    zeros = numpy.minimum(_trailing_zeros(significand, significant), decimals)
     shown = decimals - zeros
-    fraction //= DECIMAL_POWERS[zeros].astype(fraction.dtype)
+    fraction //= powers.take(zeros, mode="clip")
     leading = shown - _significant(fraction, 10)  # the fraction's zeros after the point
     point = _choose(shown > 0, ".", "", CELLS - 1)
     letter = "E" if conversion.conversion.isupper() else "e"
@@ -675,4 +695,5 @@ _TRAILING_ZEROS = numpy.array(
     dtype=numpy.int64,
 )
 DECIMAL_POWERS = numpy.array([10**k for k in range(20)], dtype=numpy.uint64)
+DECIMAL_POWERS_32 = numpy.array([10**k for k in range(10)], dtype=numpy.uint32)
 _FLOAT_BODIES = {"f": _fixed_body, "e": _exponent_body, "g": _general_body}
