@@ -103,7 +103,7 @@ from .shared import (
     shared_parameters,
     shared_shadows,
 )
-from .warps import OFFSET, WARP_INTRINSICS, WORD_SHIFT, WORD_SPAN, warp_helpers
+from .warps import OFFSET, WARP_INTRINSICS, WORD_SHIFT, WORD_SPAN, warp_helpers, word_loop
 
 _GROUP_SHIFT = WARP_WORDS.bit_length() - 1
 # Why an access is not recorded (`.unrecorded`'s `.reason`).
@@ -631,17 +631,6 @@ entry:
 {OFFSET}
 {WORD_SPAN}
   %high = call i64 @llvm.smin.i64(i64 %end.word, i64 %words)
-  %some = icmp ne i64 %bytes, 0
-  %inside = icmp slt i64 %low, %high
-  %any = and i1 %some, %inside
-  br i1 %any, label %loop, label %done
-loop:
-  %word = phi i64 [ %low, %entry ], [ %next, %loop ]
-  {mark}
-  %next = add i64 %word, 1
-  %more = icmp slt i64 %next, %high
-  br i1 %more, label %loop, label %done
-done:
-  ret void
+{word_loop("%high", mark)}
 }}""",
     ]

@@ -20,7 +20,7 @@ from metadata.races.table import ATOMIC, CLASSES, WORD_BYTES, WRITE, ShadowBuffe
 from ...services.buffer_accesses import Access, TypeSizes
 from ...services.shared_memory import SHARED_POINTER_TYPE, SharedGlobal
 from ..workgroups.constructs import WORKGROUP_INDEX
-from .warps import WORD_SHIFT, WORD_SPAN
+from .warps import WORD_SHIFT, WORD_SPAN, word_loop
 
 # Why a shared access is not recorded (`.unrecorded`'s `.reason`).
 SHARED_UNKNOWN = "through a shared-memory pointer that derives from no one shared global"
@@ -196,18 +196,6 @@ entry:
   %high = call i64 @llvm.smin.i64(i64 %end.word, i64 %instance)
   %room = sub i64 %words, %first
   %end = call i64 @llvm.smin.i64(i64 %high, i64 %room)
-  %some = icmp ne i64 %bytes, 0
-  %inside = icmp slt i64 %low, %end
-  %any = and i1 %some, %inside
-  br i1 %any, label %loop, label %done
-loop:
-  %word = phi i64 [ %low, %entry ], [ %next, %loop ]
-  %at = add i64 %first, %word
-  {mark}
-  %next = add i64 %word, 1
-  %more = icmp slt i64 %next, %end
-  br i1 %more, label %loop, label %done
-done:
-  ret void
+{word_loop("%end", "%at = add i64 %first, %word", mark)}
 }}""",
     ]

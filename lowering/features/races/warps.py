@@ -38,6 +38,24 @@ WORD_SPAN = f"""  %last = add i64 %offset, %bytes
   %low = call i64 @llvm.smax.i64(i64 %first.word, i64 0)"""
 
 
+def word_loop(end: str, *body: str) -> str:
+    """The blocks that end a range helper: the instructions of `body` for each `%word` from `%low` to
+    `end` (an i64 value) when the access has bytes, then the return."""
+    instructions = "\n".join(f"  {instruction}" for instruction in body)
+    return f"""  %some = icmp ne i64 %bytes, 0
+  %inside = icmp slt i64 %low, {end}
+  %any = and i1 %some, %inside
+  br i1 %any, label %loop, label %done
+loop:
+  %word = phi i64 [ %low, %entry ], [ %next, %loop ]
+{instructions}
+  %next = add i64 %word, 1
+  %more = icmp slt i64 %next, {end}
+  br i1 %more, label %loop, label %done
+done:
+  ret void"""
+
+
 def _together(word: str, site_bits: int) -> str:
     """The blocks from the entry's end: to `warp.record` (with `%group`, lane 0) where the full warp's
     lanes access the group of `word` (an i64 value, `%inside` where it is recorded at all) together, to
